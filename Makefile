@@ -1,0 +1,61 @@
+# fusefs - see README.md
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SBINDIR ?= $(PREFIX)/sbin
+BUILD   ?= build
+
+PKGS    = fuse3 liburing libxxhash
+CFLAGS  ?= -O2 -g
+WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
+           $(shell pkg-config --cflags $(PKGS)) $(EXTRA_CFLAGS)
+LDLIBS  += $(shell pkg-config --libs $(PKGS)) -llmdb -lrados -pthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+LDFLAGS += -fsanitize=address,undefined
+BUILD   := build-san
+endif
+
+# modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
+CORE    = log conf hash htab pathmap ns recfmt meta stats policy cache fetch
+SRCS    = $(CORE) backend backend_rados nsmgr fs
+OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
+CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
+UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
+BIN     = $(BUILD)/bin/fusefs
+
+all: $(BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BIN): $(BUILD)/fusefs/main.o $(OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+unit: $(UNIT:%=$(BUILD)/tests/unit/%)
+	@fail=0; for t in $^; do $$t || fail=1; done; exit $$fail
+
+# the whole suite: unit tests, then integration tests on a real cluster
+check test: all unit
+	tests/run-integration.sh $(BIN)
+
+bench: all
+	bench/run.sh $(BIN)
+
+install: all
+	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs
+	install -d $(DESTDIR)/sbin
+	ln -sf $(SBINDIR)/fusefs $(DESTDIR)/sbin/mount.fuse.fusefs
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all unit check test bench install clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

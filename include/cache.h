@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache.h - cached bytes on local disk, their index and the space bound.
+ *
+ * Layout (docs/cache-format.md): DIR/lock (flock: one daemon per cache
+ * directory), DIR/index/ (LMDB, meta.h), DIR/data/XX/FID-GEN (one sparse
+ * file per object version; chunk n at offset n * chunk_size).
+ *
+ * Every object that has cached chunks, or is open, has a struct centry.
+ * Chunk states: ABSENT; UNVERIFIED (in the index from an earlier run, not
+ * yet checked this run); PRESENT (checked or written this run); FETCHING
+ * (fetch.c owns it).  An UNVERIFIED chunk is never served before
+ * cache_verify_chunk() accepted it.
+ *
+ * Locking: one mutex (cache_lock()) guards every centry field below,
+ * the table, the policy and the space accounting.  Functions named
+ * *_locked expect it held; the others take it themselves.  Disk I/O is
+ * done without it, on entries kept alive by opens or busy.
+ *
+ * The space bound: used + reserved <= limit at all times; a chunk is
+ * written only after its space was reserved, evicting whole files the
+ * policy offers that are neither open nor busy.  Bytes are counted in
+ * 4 KiB blocks.
+ */
+#ifndef FUSEFS_CACHE_H
+#define FUSEFS_CACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "meta.h"
+#include "ns.h"
+#include "policy.h"
+#include "stats.h"
+
+enum chunk_state { CH_ABSENT, CH_UNVERIFIED, CH_PRESENT, CH_FETCHING };
+
+/* a chunk's bytes in memory, shared by reference */
+struct chunkbuf {
+	atomic_int ref;
+	uint32_t len;		/* valid bytes */
+	char *data;		/* chunk_size bytes, 4 KiB aligned */
+};
+
+struct inflight;		/* fetch.c */
+
+struct centry {
+	uint64_t fid;		/* == the file's inode number */
+	char *key;		/* backend object name */
+	char version[NS_VERSION_MAX];
+	uint64_t gen;		/* version_gen(version) */
+	uint64_t size;
+	int64_t mtime;
+	uint32_t nchunks;
+	uint8_t *state;		/* enum chunk_state per chunk */
+	uint64_t *sum;		/* XXH3 per present chunk */
+	uint64_t used;		/* bytes accounted on disk */
+	int opens;		/* open file handles */
+	int busy;		/* I/O in progress without an open handle */
+	bool stale;		/* replaced by a newer version, out of table */
+	int fd, dfd;		/* data file: buffered, O_DIRECT (-1: closed) */
+	struct policy_node pn;
+	uint64_t heat_bytes;
+	bool heat_dirty;
+	/* fetch.c's, under the same lock */
+	struct inflight *inflight;
+	struct chunkbuf *hot;	/* the last chunk read, kept in memory */
+	uint32_t hot_n;
+	uint32_t seq_next;	/* chunk a sequential reader reads next */
+};
+
+struct cache;
+
+/* cache_open() - lock @cf->cache_dir, load the index; -errno + message */
+int cache_open(struct cache **out, const struct fusefs_conf *cf,
+	       struct meta *m, struct stats *st);
+/* cache_close() - flush heat, close files.  No entry may be in use. */
+void cache_close(struct cache *c);
+
+void cache_lock(struct cache *c);
+void cache_unlock(struct cache *c);
+uint32_t cache_chunk_size(const struct cache *c);
+/* cache_chunk_len() - valid bytes of chunk @n of @ce */
+uint32_t cache_chunk_len(const struct cache *c, const struct centry *ce,
+			 uint32_t n);
+
+/*
+ * cache_attach() - the entry for file @fid at version @a->version, with
+ * one more open.  An entry at another version is replaced (its bytes
+ * dropped once unused).  @changed is set if an older version was cached.
+ * Return: the entry, or NULL (ENOMEM).
+ */
+struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
+			    const struct ns_attr *a, bool *changed);
+/* cache_detach() - drop the open taken by cache_attach(). */
+void cache_detach(struct cache *c, struct centry *ce);
+/* busy references: keep an entry's files open without an open handle */
+void cache_busy_get_locked(struct centry *ce);
+void cache_busy_put(struct cache *c, struct centry *ce);
+
+/*
+ * cache_store_chunk() - write chunk @n (@cb) of @ce to disk and index it.
+ * Reserves the space first, evicting other files.  Caller holds a busy
+ * or open reference and owns the chunk's FETCHING state.
+ * Return: 0 stored, -ENOSPC no room (nothing written), -errno.
+ */
+int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
+		      const struct chunkbuf *cb, uint64_t sum);
+/*
+ * cache_verify_chunk() - read UNVERIFIED chunk @n into @cb and check its
+ * checksum; mark it PRESENT, or drop it (ABSENT, index record removed)
+ * on a mismatch.  Return: 0 good, -EBADMSG dropped, -errno.
+ */
+int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
+		       struct chunkbuf *cb);
+/*
+ * cache_pread() - @len bytes at file offset @off from PRESENT chunks into
+ * @buf (4 KiB aligned, room for @len rounded up to 4 KiB plus 4 KiB).
+ * Return: pointer to the first byte inside @buf, or NULL (errno set).
+ */
+char *cache_pread(struct cache *c, struct centry *ce, uint64_t off,
+		  size_t len, char *buf);
+/* cache_read_fd() - fd to splice PRESENT ranges from (buffered) */
+int cache_read_fd(const struct centry *ce);
+/* cache_note_read() - heat: @bytes read through the mount */
+void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes);
+
+/* chunk buffers */
+struct chunkbuf *chunkbuf_new(uint32_t size);
+struct chunkbuf *chunkbuf_get(struct chunkbuf *cb);
+void chunkbuf_put(struct chunkbuf *cb);
+
+/* cache_file_bytes() - bytes of file @fid held in the cache */
+uint64_t cache_file_bytes(struct cache *c, uint64_t fid);
+/* cache_usage() - bytes used and the limit, files cached */
+void cache_usage(struct cache *c, uint64_t *used, uint64_t *limit,
+		 uint64_t *files);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf.h - everything a mount needs, with defaults and validation.
+ *
+ * Every option has a long form (--cache-dir DIR) and an -o form
+ * (-o cache_dir=DIR); both go through conf_set(), so they cannot drift.
+ * Errors name the option and the bad value and return -EINVAL.
+ */
+#ifndef FUSEFS_CONF_H
+#define FUSEFS_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum read_mode {
+	READ_BUFFERED,		/* pread from the cache file, reply_buf */
+	READ_DIRECT,		/* O_DIRECT pread into an aligned buffer */
+	READ_SPLICE,		/* fuse_reply_data() with the cache fd */
+};
+
+struct fusefs_conf {
+	char *source;		/* rados://pool[/prefix] or s3://bucket[/prefix] */
+	char *mountpoint;
+	char *cache_dir;
+	uint64_t cache_size;	/* bytes, hard bound on cached data */
+	uint32_t chunk_size;	/* bytes, power of two, 1..16 MiB */
+	char *ceph_conf;	/* NULL: librados default search */
+	char *ceph_id;		/* client id without "client." */
+	char *keyring;
+	uid_t uid;
+	gid_t gid;
+	mode_t umask;
+	bool allow_other;
+	bool foreground;
+	bool debug_fuse;
+	unsigned revalidate_s;	/* object version re-check on open */
+	unsigned list_refresh_s;/* namespace re-listing; 0 = never */
+	unsigned readahead;	/* chunks fetched ahead of a sequential reader */
+	unsigned max_inflight;	/* backend reads in flight */
+	unsigned retries;	/* extra attempts after a failed backend read */
+	unsigned op_timeout_s;	/* one backend operation */
+	unsigned connect_timeout_s;
+	unsigned max_threads;	/* FUSE worker threads */
+	enum read_mode read_mode;
+	int log_level;
+	bool log_syslog;
+};
+
+/* conf_init() - fill @cf with defaults (strings NULL). */
+void conf_init(struct fusefs_conf *cf);
+/* conf_release() - free the strings @cf owns. */
+void conf_release(struct fusefs_conf *cf);
+
+/*
+ * conf_set() - set option @key (either "cache-dir" or "cache_dir") to
+ * @val (NULL for flags).  Return: 0, -ENOENT if @key is unknown,
+ * -EINVAL if @val is bad (message printed naming both).
+ */
+int conf_set(struct fusefs_conf *cf, const char *key, const char *val);
+/* conf_takes_value() - 1 if @key needs a value, 0 if a flag, -ENOENT */
+int conf_takes_value(const char *key);
+/*
+ * conf_set_o() - apply a comma-separated -o list.  Options fusefs does
+ * not know but the kernel FUSE mount does (ro, noatime, ...) are
+ * appended to @passthru (a buffer of @len bytes).  Return 0 or -EINVAL.
+ */
+int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
+	       size_t len);
+/* conf_check() - final validation (required options present). */
+int conf_check(const struct fusefs_conf *cf);
+
+/* parse_size() - "200G", "4M", "512k", "1048576" -> bytes; -EINVAL */
+int parse_size(const char *s, uint64_t *out);
+/* conf_usage() - the option list for --help. */
+void conf_usage(FILE *f);
+
+#endif

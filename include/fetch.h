@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fetch.h - the read path: cache hits, misses, single flight, read-ahead.
+ *
+ * fetch_read() answers a read of an open file.  A hit is served inline
+ * on the caller's thread.  A miss never blocks the caller: the request
+ * is parked on the chunks it needs, each missing chunk is fetched once
+ * however many readers wait for it (single flight), and the completion
+ * thread answers every parked request from the fetched bytes in memory,
+ * then writes the chunk to the cache.  A reader that advances chunk by
+ * chunk gets the next `readahead` chunks fetched in parallel.
+ *
+ * Failed backend reads are retried `retries` times with exponential
+ * backoff (100 ms, 200 ms, ... capped at 2 s), then answered with EIO.
+ * A changed object (-ESTALE) is never retried and never mixed in.
+ */
+#ifndef FUSEFS_FETCH_H
+#define FUSEFS_FETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "cache.h"
+#include "conf.h"
+#include "stats.h"
+
+/* a piece of a reply: memory (mem != NULL) or a range of file @fd */
+struct fetch_piece {
+	const char *mem;
+	int fd;
+	uint64_t off;
+	size_t len;
+};
+
+/*
+ * fetch_done_fn - the answer to one fetch_read(): @err 0 and @n pieces
+ * (their bytes in order; none past EOF), or a positive errno.  Pieces
+ * are valid only during the call.
+ */
+typedef void (*fetch_done_fn)(void *arg, int err,
+			      const struct fetch_piece *p, int n);
+
+struct fetcher;
+
+int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
+		 const struct fusefs_conf *cf, struct stats *st);
+/* fetch_destroy() - waits for backend reads in flight, then frees. */
+void fetch_destroy(struct fetcher *f);
+
+/* fetch_on_stale() - @fn(arg, fid) is told when an object changed. */
+void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),
+		    void *arg);
+
+/*
+ * fetch_read() - read @size bytes at @off of the open entry @ce.
+ * Return: 0 if @done was called or will be called exactly once;
+ * -errno if not (nothing sent): -ESTALE for an entry replaced by a
+ * newer version of its object, -ENOMEM.
+ */
+int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
+	       size_t size, fetch_done_fn done, void *arg);
+
+#endif

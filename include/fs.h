@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs.h - the FUSE front: the only file that includes fuse3 headers.
+ * Handlers are thin: the tree comes from nsmgr, bytes from fetch.
+ *
+ * Control interface (works from any process that sees the mount, e.g. a
+ * container sharing only the mount): extended attributes.
+ *   getfattr -n user.fusefs.stats MNT       counters and cache use
+ *   getfattr -n user.fusefs.version FILE    backend version of a file
+ *   getfattr -n user.fusefs.cached FILE     bytes of the file cached
+ *   getfattr -n user.fusefs.key FILE        backend object name
+ */
+#ifndef FUSEFS_FS_H
+#define FUSEFS_FS_H
+
+#include "cache.h"
+#include "conf.h"
+#include "fetch.h"
+#include "nsmgr.h"
+#include "stats.h"
+
+struct fs_deps {
+	const struct fusefs_conf *cf;
+	struct nsmgr *nm;
+	struct cache *cache;
+	struct fetcher *fetch;
+	struct stats *st;
+};
+
+/*
+ * fs_run() - mount at cf->mountpoint, then write one byte to @ready_fd
+ * (if >= 0) and serve until unmounted or signalled (SIGTERM, SIGINT,
+ * SIGHUP).  Return: 0 after a clean unmount, -errno if mounting failed.
+ */
+int fs_run(const struct fs_deps *d, int ready_fd);
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * htab.h - open-addressing hash table of pointers keyed by a uint64_t
+ * that the stored object carries (read through @key_of).  Linear
+ * probing, deletion by backward shift, grows at half load.  Not locked:
+ * the owner serializes access.
+ */
+#ifndef FUSEFS_HTAB_H
+#define FUSEFS_HTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct htab {
+	void **slot;
+	size_t cap, used;		/* cap is a power of two or 0 */
+	uint64_t (*key_of)(const void *item);
+};
+
+void htab_init(struct htab *h, uint64_t (*key_of)(const void *item));
+void htab_release(struct htab *h);	/* frees the slots, not the items */
+/* htab_get() - the item with @key or NULL */
+void *htab_get(const struct htab *h, uint64_t key);
+/* htab_put() - insert @item (its key must be absent); 0 or -ENOMEM */
+int htab_put(struct htab *h, void *item);
+/* htab_del() - remove the item with @key; returns it or NULL */
+void *htab_del(struct htab *h, uint64_t key);
+/* iterate: for (i = 0; i < h->cap; i++) if (h->slot[i]) ... */
+
+#endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * log.h - levelled logging to stderr (journald-friendly) or syslog.
+ *
+ * Messages are one line each, prefixed with the level when written to
+ * stderr.  log_dbg() costs one branch when debug logging is off.
+ * Never pass credentials to these functions.
+ */
+#ifndef FUSEFS_LOG_H
+#define FUSEFS_LOG_H
+
+#include <stdbool.h>
+#include <syslog.h>
+#include "compiler.h"
+
+extern int log_level;		/* LOG_ERR .. LOG_DEBUG; default LOG_INFO */
+
+/* log_open() - choose the sink; @use_syslog false means stderr. */
+void log_open(const char *ident, bool use_syslog);
+/* log_parse_level() - "error", "warn", "info", "debug"; -EINVAL if unknown */
+int log_parse_level(const char *s);
+void log_emit(int level, const char *fmt, ...) PRINTF_FMT(2, 3);
+
+#define log_err(...)	log_emit(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)	log_emit(LOG_WARNING, __VA_ARGS__)
+#define log_info(...)	log_emit(LOG_INFO, __VA_ARGS__)
+#define log_dbg(...)						\
+	do {							\
+		if (unlikely(log_level >= LOG_DEBUG))		\
+			log_emit(LOG_DEBUG, __VA_ARGS__);	\
+	} while (0)
+
+#endif

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * meta.h - the persistent index in LMDB.  The only way into lmdb.h.
+ *
+ * Databases (docs/cache-format.md): "meta" (identity and settings),
+ * "files", "chunks", "heat" (the cache index) and "objects" (the
+ * namespace cache: the last backend listing).
+ *
+ * Cache index updates are queued (meta_q_*, cheap, never block on I/O)
+ * and applied in order by one writer thread in one transaction per batch,
+ * every META_BATCH_MS or sooner when the queue is long.  A process crash
+ * loses at most the last batch, never consistency: LMDB commits are
+ * atomic, and a chunk record is queued only after its data was written.
+ * Loads (meta_*_load) run at startup, before the writer has work.
+ */
+#ifndef FUSEFS_META_H
+#define FUSEFS_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ns.h"
+#include "recfmt.h"
+
+#define META_BATCH_MS	250
+
+struct meta;
+
+/* meta_open() - open or create the index in directory @dir. -errno. */
+int meta_open(struct meta **out, const char *dir);
+/* meta_close() - apply the queue, sync, close.  NULL is fine. */
+void meta_close(struct meta *m);
+
+/* small settings in "meta": synchronous, for startup only */
+int meta_get_str(struct meta *m, const char *key, char *buf, size_t len);
+int meta_put_str(struct meta *m, const char *key, const char *val);
+/* meta_wipe_cache() - drop files, chunks and heat (format change). */
+int meta_wipe_cache(struct meta *m);
+
+/* namespace cache: replaced whole by meta_ns_begin/add/commit */
+struct meta_ns_txn;
+int meta_ns_begin(struct meta *m, struct meta_ns_txn **out);
+int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,
+		const struct ns_attr *a);
+int meta_ns_commit(struct meta_ns_txn *t);	/* frees t */
+void meta_ns_abort(struct meta_ns_txn *t);	/* frees t */
+/* meta_ns_load() - @fn for each stored object; returns count or -errno */
+long meta_ns_load(struct meta *m, int (*fn)(void *arg, const char *key,
+		  size_t len, const struct ns_attr *a), void *arg);
+
+/* cache index loads; callbacks return 0 to go on.  -errno */
+int meta_files_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
+		    const struct file_rec *r), void *arg);
+int meta_chunks_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
+		     uint32_t n, const struct chunk_rec *r), void *arg);
+int meta_heat_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
+		   const struct heat_rec *r), void *arg);
+
+/* queued updates, applied in call order */
+void meta_q_file(struct meta *m, uint64_t fid, const struct file_rec *r);
+void meta_q_chunk(struct meta *m, uint64_t fid, uint32_t n,
+		  const struct chunk_rec *r);
+void meta_q_drop_chunk(struct meta *m, uint64_t fid, uint32_t n);
+/* meta_q_drop_file() - the file record and all its chunk records */
+void meta_q_drop_file(struct meta *m, uint64_t fid);
+void meta_q_heat(struct meta *m, uint64_t fid, const struct heat_rec *r);
+/* meta_flush() - wait until everything queued so far is committed. */
+int meta_flush(struct meta *m);
+
+/* meta_batches() - committed batches so far (tests) */
+uint64_t meta_batches(struct meta *m);
+
+#endif

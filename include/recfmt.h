@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfmt.h - byte layout of the records kept in the LMDB index.
+ * Pure encode/decode, no I/O; docs/cache-format.md is the prose version.
+ *
+ * Keys are big-endian so LMDB orders them by (file id, chunk number).
+ * Values are little-endian, start with a format byte (RECFMT_V1) and are
+ * rejected by the decoders (-EINVAL) if short, oversized or of an unknown
+ * format: a damaged record is dropped, never trusted.
+ */
+#ifndef FUSEFS_RECFMT_H
+#define FUSEFS_RECFMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ns.h"
+
+#define RECFMT_V1	1
+
+struct file_rec {		/* files: fid -> what the cached bytes are */
+	uint64_t size;
+	int64_t mtime;
+	uint32_t chunk_size;
+	char version[NS_VERSION_MAX];	/* backend version when cached */
+};
+
+struct chunk_rec {		/* chunks: (fid, n) -> one verified chunk */
+	uint32_t len;		/* bytes of data in the chunk */
+	uint64_t sum;		/* XXH3-64 of those bytes */
+	uint64_t gen;		/* hash of the file version it belongs to */
+};
+
+struct heat_rec {		/* heat: fid -> access history */
+	uint64_t count;		/* opens */
+	int64_t last;		/* last access, unix seconds */
+	uint64_t bytes;		/* bytes read through the mount */
+};
+
+#define FID_KEY_LEN	8
+#define CHUNK_KEY_LEN	12
+#define FILE_REC_MAX	(24 + NS_VERSION_MAX)
+#define CHUNK_REC_LEN	24
+#define HEAT_REC_LEN	32
+#define ATTR_REC_MAX	(32 + NS_VERSION_MAX)
+
+void fid_key(uint8_t out[FID_KEY_LEN], uint64_t fid);
+uint64_t fid_from_key(const uint8_t *k);
+void chunk_key(uint8_t out[CHUNK_KEY_LEN], uint64_t fid, uint32_t n);
+void chunk_from_key(const uint8_t *k, uint64_t *fid, uint32_t *n);
+
+/* *_encode() return the encoded length; *_decode() 0 or -EINVAL */
+size_t file_rec_encode(uint8_t *out, const struct file_rec *r);
+int file_rec_decode(const uint8_t *p, size_t len, struct file_rec *r);
+size_t chunk_rec_encode(uint8_t *out, const struct chunk_rec *r);
+int chunk_rec_decode(const uint8_t *p, size_t len, struct chunk_rec *r);
+size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r);
+int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r);
+/* the namespace cache: object name -> attributes */
+size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a);
+int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a);
+
+/* version_gen() - the chunk_rec.gen value for backend version @v */
+uint64_t version_gen(const char *v);
+
+#endif

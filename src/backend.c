@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/* backend.c - source URL parsing and the backend registry */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "compiler.h"
+
+static const struct backend_ops *const backends[] = {
+	&backend_rados_ops,
+};
+
+int backend_split_source(const char *src, char *scheme, size_t slen,
+			 const char **where)
+{
+	const char *sep = strstr(src, "://");
+	size_t n;
+
+	if (!sep)
+		return -EINVAL;
+	n = sep - src;
+	if (!n || n >= slen)
+		return -EINVAL;
+	memcpy(scheme, src, n);
+	scheme[n] = '\0';
+	*where = sep + 3;
+	return 0;
+}
+
+int backend_set_prefix(struct backend *be, const char *p)
+{
+	size_t n;
+
+	while (*p == '/')
+		p++;
+	n = strlen(p);
+	while (n && p[n - 1] == '/')
+		n--;
+	if (n >= sizeof(be->prefix))
+		return -ENAMETOOLONG;
+	memcpy(be->prefix, p, n);
+	be->prefix[n] = '\0';
+	return 0;
+}
+
+int backend_open(struct backend **out, const struct fusefs_conf *cf)
+{
+	char scheme[16];
+	const char *where;
+	size_t i;
+
+	if (backend_split_source(cf->source, scheme, sizeof(scheme), &where)) {
+		fprintf(stderr, "fusefs: bad source '%s': expected rados://POOL[/PREFIX]\n",
+			cf->source);
+		return -EINVAL;
+	}
+	for (i = 0; i < ARRAY_SIZE(backends); i++)
+		if (!strcmp(backends[i]->scheme, scheme))
+			return backends[i]->open(out, cf, where);
+	fprintf(stderr, "fusefs: unsupported source scheme '%s://' (supported: rados://)\n",
+		scheme);
+	return -EINVAL;
+}
+
+void backend_close(struct backend *be)
+{
+	if (be)
+		be->ops->close(be);
+}

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/* conf.c - option table shared by --long options and -o key=value */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "conf.h"
+#include "log.h"
+
+enum opt_kind { OPT_STR, OPT_SIZE, OPT_UINT, OPT_FLAG, OPT_SPECIAL };
+
+struct opt {
+	const char *name;	/* canonical, with '-' */
+	enum opt_kind kind;
+	size_t off;		/* offsetof in struct fusefs_conf */
+	unsigned min, max;	/* OPT_UINT bounds */
+	const char *help;
+};
+
+#define O(f) offsetof(struct fusefs_conf, f)
+
+static const struct opt opts[] = {
+	{ "cache-dir", OPT_STR, O(cache_dir), 0, 0,
+	  "DIR      local cache directory (required)" },
+	{ "cache-size", OPT_SIZE, O(cache_size), 0, 0,
+	  "SIZE    hard bound on cached bytes (default 10G)" },
+	{ "chunk-size", OPT_SPECIAL, 0, 0, 0,
+	  "SIZE    cache chunk, power of two 1M..16M (default 4M)" },
+	{ "ceph-conf", OPT_STR, O(ceph_conf), 0, 0,
+	  "FILE     ceph.conf (default: librados search order)" },
+	{ "id", OPT_STR, O(ceph_id), 0, 0,
+	  "NAME            Ceph client id (default admin)" },
+	{ "keyring", OPT_STR, O(keyring), 0, 0,
+	  "FILE       Ceph keyring" },
+	{ "uid", OPT_SPECIAL, 0, 0, 0,
+	  "N              owner of every file (default: mounting user)" },
+	{ "gid", OPT_SPECIAL, 0, 0, 0,
+	  "N              group of every file (default: mounting group)" },
+	{ "umask", OPT_SPECIAL, 0, 0, 0,
+	  "OCTAL        masks 0444/0555 modes (default 022)" },
+	{ "allow-other", OPT_FLAG, O(allow_other), 0, 0,
+	  "          let other users see the mount" },
+	{ "foreground", OPT_FLAG, O(foreground), 0, 0,
+	  "           stay in the foreground (-f)" },
+	{ "debug-fuse", OPT_FLAG, O(debug_fuse), 0, 0,
+	  "           libfuse request tracing" },
+	{ "revalidate", OPT_UINT, O(revalidate_s), 0, 86400 * 365,
+	  "SECONDS  re-check an object's version on open after this (default 60)" },
+	{ "list-refresh", OPT_UINT, O(list_refresh_s), 0, 86400 * 365,
+	  "SECONDS re-list the backend after this; 0 never (default 300)" },
+	{ "readahead", OPT_UINT, O(readahead), 0, 64,
+	  "CHUNKS    fetched ahead of a sequential reader (default 8)" },
+	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
+	  "N      backend reads in flight (default 32)" },
+	{ "retries", OPT_UINT, O(retries), 0, 20,
+	  "N           extra attempts after a failed backend read (default 3)" },
+	{ "op-timeout", OPT_UINT, O(op_timeout_s), 1, 3600,
+	  "SECONDS  one backend operation (default 15)" },
+	{ "connect-timeout", OPT_UINT, O(connect_timeout_s), 1, 3600,
+	  "SECONDS connecting at mount (default 15)" },
+	{ "max-threads", OPT_UINT, O(max_threads), 2, 1024,
+	  "N       FUSE worker threads (default 32)" },
+	{ "read-mode", OPT_SPECIAL, 0, 0, 0,
+	  "MODE      cache hits: direct, buffered or splice (default direct)" },
+	{ "log-level", OPT_SPECIAL, 0, 0, 0,
+	  "LEVEL     error, warn, info, debug (default info)" },
+	{ "syslog", OPT_FLAG, O(log_syslog), 0, 0,
+	  "               log to syslog instead of stderr" },
+};
+
+void conf_init(struct fusefs_conf *cf)
+{
+	memset(cf, 0, sizeof(*cf));
+	cf->cache_size = 10ULL << 30;
+	cf->chunk_size = 4U << 20;
+	cf->uid = getuid();
+	cf->gid = getgid();
+	cf->umask = 022;
+	cf->revalidate_s = 60;
+	cf->list_refresh_s = 300;
+	cf->readahead = 8;
+	cf->max_inflight = 32;
+	cf->retries = 3;
+	cf->op_timeout_s = 15;
+	cf->connect_timeout_s = 15;
+	cf->max_threads = 32;
+	cf->read_mode = READ_DIRECT;
+	cf->log_level = LOG_INFO;
+}
+
+void conf_release(struct fusefs_conf *cf)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(opts); i++)
+		if (opts[i].kind == OPT_STR)
+			free(*(char **)((char *)cf + opts[i].off));
+	free(cf->source);
+	free(cf->mountpoint);
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	case 'T': shift = 40; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned base, unsigned long *out)
+{
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoul(s, &end, base);
+	if (errno || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/* "cache_dir" and "cache-dir" name the same option */
+static const struct opt *opt_find(const char *key, size_t len)
+{
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(opts); i++) {
+		const char *n = opts[i].name;
+
+		if (strlen(n) != len)
+			continue;
+		for (j = 0; j < len; j++)
+			if (n[j] != key[j] && !(n[j] == '-' && key[j] == '_'))
+				break;
+		if (j == len)
+			return &opts[i];
+	}
+	return NULL;
+}
+
+int conf_takes_value(const char *key)
+{
+	const struct opt *o = opt_find(key, strlen(key));
+
+	if (!o)
+		return -ENOENT;
+	return o->kind != OPT_FLAG;
+}
+
+static int bad(const char *key, const char *val, const char *why)
+{
+	fprintf(stderr, "fusefs: invalid value '%s' for option %s: %s\n",
+		val ? val : "", key, why);
+	return -EINVAL;
+}
+
+static int set_special(struct fusefs_conf *cf, const struct opt *o,
+		       const char *val)
+{
+	unsigned long v;
+	uint64_t sz;
+
+	if (!strcmp(o->name, "chunk-size")) {
+		if (parse_size(val, &sz) || sz < (1U << 20) || sz > (16U << 20) ||
+		    (sz & (sz - 1)))
+			return bad(o->name, val, "a power of two from 1M to 16M");
+		cf->chunk_size = sz;
+	} else if (!strcmp(o->name, "uid") || !strcmp(o->name, "gid")) {
+		if (parse_uint(val, 10, &v) || v >= UINT32_MAX)
+			return bad(o->name, val, "a numeric id");
+		if (o->name[0] == 'u')
+			cf->uid = v;
+		else
+			cf->gid = v;
+	} else if (!strcmp(o->name, "umask")) {
+		if (parse_uint(val, 8, &v) || v > 0777)
+			return bad(o->name, val, "an octal mask like 022");
+		cf->umask = v;
+	} else if (!strcmp(o->name, "read-mode")) {
+		if (!strcmp(val, "direct"))
+			cf->read_mode = READ_DIRECT;
+		else if (!strcmp(val, "buffered"))
+			cf->read_mode = READ_BUFFERED;
+		else if (!strcmp(val, "splice"))
+			cf->read_mode = READ_SPLICE;
+		else
+			return bad(o->name, val, "direct, buffered or splice");
+	} else if (!strcmp(o->name, "log-level")) {
+		int l = log_parse_level(val);
+
+		if (l < 0)
+			return bad(o->name, val, "error, warn, info or debug");
+		cf->log_level = l;
+	}
+	return 0;
+}
+
+static int opt_apply(struct fusefs_conf *cf, const struct opt *o,
+		     const char *val)
+{
+	void *field = (char *)cf + o->off;
+	unsigned long v;
+	uint64_t sz;
+
+	if (o->kind == OPT_FLAG) {
+		if (val && *val)
+			return bad(o->name, val, "this option takes no value");
+		*(bool *)field = true;
+		return 0;
+	}
+	if (!val || !*val)
+		return bad(o->name, val, "a value is required");
+	switch (o->kind) {
+	case OPT_STR:
+		free(*(char **)field);
+		*(char **)field = strdup(val);
+		return *(char **)field ? 0 : -ENOMEM;
+	case OPT_SIZE:
+		if (parse_size(val, &sz) || sz < (1U << 20))
+			return bad(o->name, val, "a size such as 200G (>= 1M)");
+		*(uint64_t *)field = sz;
+		return 0;
+	case OPT_UINT:
+		if (parse_uint(val, 10, &v) || v < o->min || v > o->max) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "a number from %u to %u",
+				 o->min, o->max);
+			return bad(o->name, val, why);
+		}
+		*(unsigned *)field = v;
+		return 0;
+	default:
+		return set_special(cf, o, val);
+	}
+}
+
+int conf_set(struct fusefs_conf *cf, const char *key, const char *val)
+{
+	const struct opt *o = opt_find(key, strlen(key));
+
+	if (!o)
+		return -ENOENT;
+	return opt_apply(cf, o, val);
+}
+
+/* mount options the kernel (or fusermount3) understands; passed through */
+static bool kernel_opt(const char *key, size_t len)
+{
+	static const char *const ok[] = {
+		"ro", "rw", "noatime", "atime", "relatime", "nodev", "dev",
+		"nosuid", "suid", "noexec", "exec", "default_permissions",
+		"auto", "noauto", "user", "nouser", "users", "_netdev",
+		"nofail", "defaults", "auto_unmount", "x-systemd.automount",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ok); i++)
+		if (strlen(ok[i]) == len && !strncmp(ok[i], key, len))
+			return true;
+	return len > 2 && !strncmp(key, "x-", 2);
+}
+
+int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
+	       size_t len)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		size_t klen = eq ? (size_t)(eq - tok) : strlen(tok);
+		const struct opt *o = opt_find(tok, klen);
+
+		if (o) {
+			rc = opt_apply(cf, o, eq ? eq + 1 : NULL);
+		} else if (kernel_opt(tok, klen)) {
+			/* handled by the mount helper or harmless: keep */
+			if (passthru && strlen(passthru) + strlen(tok) + 2 < len) {
+				if (*passthru)
+					strcat(passthru, ",");
+				strcat(passthru, tok);
+			}
+		} else {
+			fprintf(stderr, "fusefs: unknown mount option '%.*s'\n",
+				(int)klen, tok);
+			rc = -EINVAL;
+		}
+		if (rc)
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
+int conf_check(const struct fusefs_conf *cf)
+{
+	if (!cf->source) {
+		fprintf(stderr, "fusefs: missing SOURCE (rados://POOL[/PREFIX])\n");
+		return -EINVAL;
+	}
+	if (!cf->mountpoint) {
+		fprintf(stderr, "fusefs: missing MOUNTPOINT\n");
+		return -EINVAL;
+	}
+	if (!cf->cache_dir) {
+		fprintf(stderr, "fusefs: --cache-dir is required\n");
+		return -EINVAL;
+	}
+	if (cf->cache_size < 4ULL * cf->chunk_size) {
+		fprintf(stderr,
+			"fusefs: --cache-size must hold at least 4 chunks (%u bytes)\n",
+			4 * cf->chunk_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void conf_usage(FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(opts); i++)
+		fprintf(f, "  --%s %s\n", opts[i].name, opts[i].help);
+	fprintf(f, "Every option also has an -o form: -o cache_dir=DIR,allow_other\n");
+}

@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: MIT
+/* fs.c - see fs.h */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+
+#define XATTR_STATS	"user.fusefs.stats"
+#define XATTR_VERSION	"user.fusefs.version"
+#define XATTR_CACHED	"user.fusefs.cached"
+#define XATTR_KEY	"user.fusefs.key"
+#define DIR_TIMEOUT	3600.0
+#define READ_AHEAD_KB	4096
+
+struct fs {
+	const struct fs_deps *d;
+	struct fuse_session *se;
+	double attr_timeout;
+};
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void fill_stat(const struct fs *fs, const struct ns_node *n,
+		      const struct ns_attr *a, struct stat *st)
+{
+	const struct fusefs_conf *cf = fs->d->cf;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = cf->uid;
+	st->st_gid = cf->gid;
+	st->st_blksize = 1 << 20;
+	if (n->is_dir) {
+		st->st_mode = S_IFDIR | (0555 & ~cf->umask);
+		st->st_nlink = 2;
+		return;
+	}
+	st->st_mode = S_IFREG | (0444 & ~cf->umask);
+	st->st_nlink = 1;
+	st->st_size = a->size;
+	st->st_blocks = (a->size + 511) / 512;
+	st->st_mtim.tv_sec = a->mtime;
+	st->st_mtim.tv_nsec = a->mtime_nsec;
+	st->st_ctim = st->st_atim = st->st_mtim;
+}
+
+static void node_entry(const struct fs *fs, struct ns *ns,
+		       const struct ns_node *n, struct fuse_entry_param *e)
+{
+	struct ns_attr a = { 0 };
+
+	memset(e, 0, sizeof(*e));
+	if (!n->is_dir)
+		ns_attr_get(ns, n, &a);
+	e->ino = n->ino;
+	e->generation = 1;
+	fill_stat(fs, n, &a, &e->attr);
+	e->attr_timeout = n->is_dir ? DIR_TIMEOUT : fs->attr_timeout;
+	e->entry_timeout = fs->attr_timeout;
+}
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs *fs = userdata;
+
+	conn->want |= FUSE_CAP_ASYNC_READ;
+	if (fs->d->cf->read_mode == READ_SPLICE &&
+	    (conn->capable & FUSE_CAP_SPLICE_WRITE))
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	conn->want &= ~(FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ |
+			FUSE_CAP_WRITEBACK_CACHE);
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	conn->max_background = 128;
+	conn->congestion_threshold = 96;
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	const struct ns_node *n;
+	struct ns *ns = nsmgr_rdlock(fs->d->nm);
+	bool parent_ok = ns_get(ns, parent) != NULL;
+
+	n = ns_lookup(ns, parent, name);
+	if (n) {
+		node_entry(fs, ns, n, &e);
+	} else {
+		memset(&e, 0, sizeof(e));	/* negative entry, cached */
+		e.entry_timeout = fs->attr_timeout;
+	}
+	nsmgr_unlock(fs->d->nm);
+	if (!n && !parent_ok)
+		fuse_reply_err(req, ENOENT);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	const struct ns_node *n;
+	struct ns *ns = nsmgr_rdlock(fs->d->nm);
+
+	(void)fi;
+	n = ns_get(ns, ino);
+	if (n)
+		node_entry(fs, ns, n, &e);
+	nsmgr_unlock(fs->d->nm);
+	if (!n)
+		fuse_reply_err(req, ENOENT);
+	else
+		fuse_reply_attr(req, &e.attr, e.attr_timeout);
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	const struct ns_node *n;
+	bool isdir;
+
+	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
+	isdir = n && n->is_dir;
+	nsmgr_unlock(fs->d->nm);
+	if (!n)
+		fuse_reply_err(req, ENOENT);
+	else if (!isdir)
+		fuse_reply_err(req, ENOTDIR);
+	else {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+		fuse_reply_open(req, fi);
+	}
+}
+
+/* offsets: 1 = after ".", 2 = after "..", 2 + i = after kid i */
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t off, bool plus)
+{
+	struct fs *fs = fs_of(req);
+	const struct ns_node *d;
+	char *buf = malloc(size);
+	size_t used = 0;
+	struct ns *ns;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ns = nsmgr_rdlock(fs->d->nm);
+	d = ns_get(ns, ino);
+	if (!d || !d->is_dir) {
+		nsmgr_unlock(fs->d->nm);
+		free(buf);
+		fuse_reply_err(req, d ? ENOTDIR : ENOENT);
+		return;
+	}
+	for (; off < (off_t)d->nkids + 2; off++) {
+		const struct ns_node *n;
+		const char *name;
+		struct fuse_entry_param e;
+		size_t need;
+
+		if (off < 2) {
+			n = off == 0 ? d : (ns_get(ns, d->parent) ? ns_get(ns, d->parent) : d);
+			name = off == 0 ? "." : "..";
+		} else {
+			n = d->kids[off - 2];
+			name = n->name;
+		}
+		node_entry(fs, ns, n, &e);
+		if (plus) {
+			if (off < 2) {
+				/* no lookup count for . and .. */
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = n->ino;
+				e.attr.st_mode = S_IFDIR;
+			}
+			need = fuse_add_direntry_plus(req, buf + used,
+						      size - used, name, &e,
+						      off + 1);
+		} else {
+			need = fuse_add_direntry(req, buf + used, size - used,
+						 name, &e.attr, off + 1);
+		}
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	nsmgr_unlock(fs->d->nm);
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, false);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, true);
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	const struct ns_node *n;
+	struct centry *ce = NULL;
+	struct ns_attr a;
+	bool changed = false;
+	char *key = NULL;
+	int rc = 0;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
+	if (!n)
+		rc = -ENOENT;
+	else if (n->is_dir)
+		rc = -EISDIR;
+	else
+		rc = nsmgr_revalidate(fs->d->nm, n, &a);
+	if (!rc)
+		key = strdup(n->key);
+	nsmgr_unlock(fs->d->nm);
+	if (!rc && key)
+		ce = cache_attach(fs->d->cache, ino, key, &a, &changed);
+	free(key);
+	if (rc || !ce) {
+		fuse_reply_err(req, rc ? -rc : ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)ce;
+	/* a new version must not be read from the kernel's page cache */
+	fi->keep_cache = !changed;
+	if (changed)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	fuse_reply_open(req, fi);
+}
+
+static void read_done(void *arg, int err, const struct fetch_piece *p, int n)
+{
+	fuse_req_t req = arg;
+	struct fuse_bufvec *bv;
+	int i;
+
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	if (n == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (n == 1 && p[0].mem) {
+		fuse_reply_buf(req, p[0].mem, p[0].len);
+		return;
+	}
+	bv = calloc(1, sizeof(*bv) + n * sizeof(bv->buf[0]));
+	if (!bv) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	bv->count = n;
+	for (i = 0; i < n; i++) {
+		struct fuse_buf *b = &bv->buf[i];
+
+		b->size = p[i].len;
+		if (p[i].mem) {
+			b->mem = (void *)p[i].mem;
+		} else {
+			b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
+				   FUSE_BUF_FD_RETRY;
+			b->fd = p[i].fd;
+			b->pos = p[i].off;
+		}
+	}
+	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_NONBLOCK);
+	free(bv);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct centry *ce = (struct centry *)(uintptr_t)fi->fh;
+	int rc;
+
+	(void)ino;
+	rc = fetch_read(fs->d->fetch, ce, off, size, read_done, req);
+	if (rc < 0)
+		fuse_reply_err(req, rc == -ESTALE ? EIO : -rc);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+
+	(void)ino;
+	cache_detach(fs->d->cache, (struct centry *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	const struct ns_stats *s;
+	struct statvfs sv;
+
+	(void)ino;
+	memset(&sv, 0, sizeof(sv));
+	s = ns_stats(nsmgr_rdlock(fs->d->nm));
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	sv.f_blocks = (s->bytes + 4095) / 4096;
+	sv.f_files = s->files + s->dirs;
+	sv.f_namemax = 255;
+	nsmgr_unlock(fs->d->nm);
+	fuse_reply_statfs(req, &sv);
+}
+
+static void reply_xattr(fuse_req_t req, const char *val, size_t len,
+			size_t size)
+{
+	if (!size)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+static char *stats_text(struct fs *fs, size_t *len)
+{
+	const struct ns_stats *s;
+	uint64_t used, limit, files, skipped = 0;
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	int k;
+
+	if (!f)
+		return NULL;
+	stats_print(fs->d->st, f);
+	cache_usage(fs->d->cache, &used, &limit, &files);
+	fprintf(f, "cache_bytes_used %" PRIu64 "\ncache_bytes_limit %" PRIu64
+		"\ncache_files %" PRIu64 "\n", used, limit, files);
+	s = ns_stats(nsmgr_rdlock(fs->d->nm));
+	for (k = PM_BAD_EMPTY; k < PM_NKINDS; k++)
+		skipped += s->skipped[k];
+	fprintf(f, "ns_files %" PRIu64 "\nns_dirs %" PRIu64 "\nns_bytes %"
+		PRIu64 "\nns_skipped %" PRIu64 "\nns_shadowed %" PRIu64
+		"\nns_non_utf8 %" PRIu64 "\nns_collisions %" PRIu64 "\n",
+		s->files, s->dirs, s->bytes, skipped, s->shadowed, s->non_utf8,
+		s->collisions);
+	for (k = PM_BAD_EMPTY; k < PM_NKINDS; k++)
+		fprintf(f, "ns_skipped_%s %" PRIu64 "\n", pathmap_kind_name(k),
+			s->skipped[k]);
+	nsmgr_unlock(fs->d->nm);
+	fclose(f);
+	return text;
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct fs *fs = fs_of(req);
+	const struct ns_node *n;
+	char val[4200];
+	struct ns *ns;
+	int len = -1;
+
+	if (ino == NS_ROOT_INO && !strcmp(name, XATTR_STATS)) {
+		size_t tlen;
+		char *t = stats_text(fs, &tlen);
+
+		if (!t) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		reply_xattr(req, t, tlen, size);
+		free(t);
+		return;
+	}
+	ns = nsmgr_rdlock(fs->d->nm);
+	n = ns_get(ns, ino);
+	if (n && !n->is_dir) {
+		struct ns_attr a;
+
+		ns_attr_get(ns, n, &a);
+		if (!strcmp(name, XATTR_VERSION))
+			len = snprintf(val, sizeof(val), "%s", a.version);
+		else if (!strcmp(name, XATTR_KEY))
+			len = snprintf(val, sizeof(val), "%s", n->key);
+		else if (!strcmp(name, XATTR_CACHED))
+			len = -2;
+	}
+	nsmgr_unlock(fs->d->nm);
+	if (len == -2) {
+		uint64_t bytes = cache_file_bytes(fs->d->cache, ino);
+
+		len = snprintf(val, sizeof(val), "%" PRIu64, bytes);
+	}
+	if (!n)
+		fuse_reply_err(req, ENOENT);
+	else if (len < 0)
+		fuse_reply_err(req, ENODATA);
+	else
+		reply_xattr(req, val, MIN((size_t)len, sizeof(val) - 1), size);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char root[] = XATTR_STATS;
+	static const char file[] = XATTR_VERSION "\0" XATTR_CACHED "\0" XATTR_KEY;
+	struct fs *fs = fs_of(req);
+	const struct ns_node *n;
+	bool dir;
+
+	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
+	dir = n && n->is_dir;
+	nsmgr_unlock(fs->d->nm);
+	if (!n)
+		fuse_reply_err(req, ENOENT);
+	else if (ino == NS_ROOT_INO)
+		reply_xattr(req, root, sizeof(root), size);
+	else if (dir)
+		reply_xattr(req, "", 0, size);
+	else
+		reply_xattr(req, file, sizeof(file), size);
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.getattr = fs_getattr,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
+	.open = fs_open,
+	.read = fs_read,
+	.release = fs_release,
+	.statfs = fs_statfs,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+};
+
+static int inval_dir(void *arg, const struct ns_node *n)
+{
+	struct fs *fs = arg;
+
+	fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
+	return 0;
+}
+
+/* after a re-listing, make the kernel forget cached directory contents */
+static void on_swap(void *arg, struct ns *ns)
+{
+	struct fs *fs = arg;
+
+	ns_foreach(nsmgr_rdlock(fs->d->nm), true, inval_dir, fs);
+	nsmgr_unlock(fs->d->nm);
+	(void)ns;
+}
+
+/* the kernel's read-ahead window caps FUSE read sizes at 128 KiB */
+static void raise_readahead(const char *mnt)
+{
+	char line[8192], path[128];
+	unsigned maj = 0, min = 0;
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char mp[4096];
+		unsigned a, b;
+
+		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &a, &b, mp) == 3 &&
+		    !strcmp(mp, mnt)) {
+			maj = a;
+			min = b;
+			found = true;	/* the last one is the newest */
+		}
+	}
+	fclose(f);
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	f = fopen(path, "w");
+	if (!f) {
+		log_dbg("cannot raise %s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "%d\n", READ_AHEAD_KB);
+	if (fclose(f))
+		log_dbg("cannot raise %s: %s", path, strerror(errno));
+}
+
+int fs_run(const struct fs_deps *d, int ready_fd)
+{
+	const struct fusefs_conf *cf = d->cf;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lc;
+	char opts[1024], *real;
+	struct fs fs = { .d = d };
+	int rc;
+
+	fs.attr_timeout = cf->revalidate_s ? cf->revalidate_s : 1;
+	snprintf(opts, sizeof(opts),
+		 "ro,default_permissions,noatime,fsname=%s,subtype=fusefs%s",
+		 cf->source, cf->allow_other ? ",allow_other" : "");
+	/* fsname is parsed by libfuse: commas in it would split options */
+	for (char *p = opts + strlen("ro,default_permissions,noatime,fsname=");
+	     *p && strncmp(p, ",subtype=", 9); p++)
+		if (*p == ',')
+			*p = '_';
+	if (fuse_opt_add_arg(&args, "fusefs") ||
+	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, opts) ||
+	    (cf->debug_fuse && fuse_opt_add_arg(&args, "-d")))
+		return -ENOMEM;
+	fs.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	fuse_opt_free_args(&args);
+	if (!fs.se) {
+		fprintf(stderr, "fusefs: cannot create the FUSE session\n");
+		return -EIO;
+	}
+	rc = -EIO;
+	if (fuse_set_signal_handlers(fs.se))
+		goto out_session;
+	real = realpath(cf->mountpoint, NULL);
+	if (!real || fuse_session_mount(fs.se, real)) {
+		fprintf(stderr, "fusefs: cannot mount on %s%s%s\n", cf->mountpoint,
+			real ? "" : ": ", real ? "" : strerror(errno));
+		free(real);
+		goto out_signals;
+	}
+	raise_readahead(real);
+	nsmgr_start_refresh(d->nm, on_swap, &fs);
+	log_info("mounted %s on %s", cf->source, real);
+	if (ready_fd >= 0) {
+		char ok = 0;
+
+		if (write(ready_fd, &ok, 1) != 1)
+			log_warn("could not report readiness");
+		close(ready_fd);
+	}
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, cf->max_threads);
+	rc = fuse_session_loop_mt(fs.se, lc);
+	fuse_loop_cfg_destroy(lc);
+	log_info("unmounting %s", real);
+	fuse_session_unmount(fs.se);
+	free(real);
+	rc = rc < 0 ? rc : 0;
+out_signals:
+	fuse_remove_signal_handlers(fs.se);
+out_session:
+	fuse_session_destroy(fs.se);
+	return rc;
+}

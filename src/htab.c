@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+/* htab.c - see htab.h */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "htab.h"
+
+void htab_init(struct htab *h, uint64_t (*key_of)(const void *item))
+{
+	h->slot = NULL;
+	h->cap = h->used = 0;
+	h->key_of = key_of;
+}
+
+void htab_release(struct htab *h)
+{
+	free(h->slot);
+	h->slot = NULL;
+	h->cap = h->used = 0;
+}
+
+static size_t home(const struct htab *h, uint64_t key)
+{
+	key ^= key >> 31;
+	key *= 0x7fb5d329728ea185ULL;
+	key ^= key >> 27;
+	return key & (h->cap - 1);
+}
+
+/* the slot holding @key, or the empty slot where it would go */
+static size_t find(const struct htab *h, uint64_t key)
+{
+	size_t i = home(h, key);
+
+	while (h->slot[i] && h->key_of(h->slot[i]) != key)
+		i = (i + 1) & (h->cap - 1);
+	return i;
+}
+
+void *htab_get(const struct htab *h, uint64_t key)
+{
+	return h->cap ? h->slot[find(h, key)] : NULL;
+}
+
+static int grow(struct htab *h)
+{
+	void **old = h->slot;
+	size_t i, oldcap = h->cap;
+
+	h->cap = oldcap ? oldcap * 2 : 64;
+	h->slot = calloc(h->cap, sizeof(*h->slot));
+	if (!h->slot) {
+		h->slot = old;
+		h->cap = oldcap;
+		return -ENOMEM;
+	}
+	for (i = 0; i < oldcap; i++)
+		if (old[i])
+			h->slot[find(h, h->key_of(old[i]))] = old[i];
+	free(old);
+	return 0;
+}
+
+int htab_put(struct htab *h, void *item)
+{
+	if ((h->used + 1) * 2 > h->cap && grow(h))
+		return -ENOMEM;
+	h->slot[find(h, h->key_of(item))] = item;
+	h->used++;
+	return 0;
+}
+
+void *htab_del(struct htab *h, uint64_t key)
+{
+	size_t i, j;
+	void *item;
+
+	if (!h->cap)
+		return NULL;
+	i = find(h, key);
+	item = h->slot[i];
+	if (!item)
+		return NULL;
+	h->slot[i] = NULL;
+	h->used--;
+	/* shift back followers whose home lies cyclically at or before i */
+	for (j = (i + 1) & (h->cap - 1); h->slot[j]; j = (j + 1) & (h->cap - 1)) {
+		size_t k = home(h, h->key_of(h->slot[j]));
+
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			h->slot[i] = h->slot[j];
+			h->slot[j] = NULL;
+			i = j;
+		}
+	}
+	return item;
+}

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/* recfmt.c - see recfmt.h */
+#include <errno.h>
+#include <string.h>
+
+#include "hash.h"
+#include "recfmt.h"
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = v >> (8 * i);
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = v >> (8 * (n - 1 - i));
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void fid_key(uint8_t out[FID_KEY_LEN], uint64_t fid)
+{
+	put_be(out, fid, 8);
+}
+
+uint64_t fid_from_key(const uint8_t *k)
+{
+	return get_be(k, 8);
+}
+
+void chunk_key(uint8_t out[CHUNK_KEY_LEN], uint64_t fid, uint32_t n)
+{
+	put_be(out, fid, 8);
+	put_be(out + 8, n, 4);
+}
+
+void chunk_from_key(const uint8_t *k, uint64_t *fid, uint32_t *n)
+{
+	*fid = get_be(k, 8);
+	*n = get_be(k + 8, 4);
+}
+
+/* header: fmt(1) pad(1) verlen(2) then fixed fields, then version bytes */
+static size_t put_version(uint8_t *p, size_t at, const char *v)
+{
+	size_t vl = strnlen(v, NS_VERSION_MAX - 1);
+
+	put_le(p + 2, vl, 2);
+	memcpy(p + at, v, vl);
+	return at + vl;
+}
+
+static int get_version(const uint8_t *p, size_t len, size_t at, char *v)
+{
+	size_t vl = get_le(p + 2, 2);
+
+	if (vl >= NS_VERSION_MAX || at + vl != len)
+		return -EINVAL;
+	memcpy(v, p + at, vl);
+	v[vl] = '\0';
+	return 0;
+}
+
+size_t file_rec_encode(uint8_t *out, const struct file_rec *r)
+{
+	out[0] = RECFMT_V1;
+	out[1] = 0;
+	put_le(out + 4, r->chunk_size, 4);
+	put_le(out + 8, r->size, 8);
+	put_le(out + 16, (uint64_t)r->mtime, 8);
+	return put_version(out, 24, r->version);
+}
+
+int file_rec_decode(const uint8_t *p, size_t len, struct file_rec *r)
+{
+	if (len < 24 || len > FILE_REC_MAX || p[0] != RECFMT_V1)
+		return -EINVAL;
+	r->chunk_size = get_le(p + 4, 4);
+	r->size = get_le(p + 8, 8);
+	r->mtime = (int64_t)get_le(p + 16, 8);
+	return get_version(p, len, 24, r->version);
+}
+
+size_t chunk_rec_encode(uint8_t *out, const struct chunk_rec *r)
+{
+	out[0] = RECFMT_V1;
+	memset(out + 1, 0, 3);
+	put_le(out + 4, r->len, 4);
+	put_le(out + 8, r->sum, 8);
+	put_le(out + 16, r->gen, 8);
+	return CHUNK_REC_LEN;
+}
+
+int chunk_rec_decode(const uint8_t *p, size_t len, struct chunk_rec *r)
+{
+	if (len != CHUNK_REC_LEN || p[0] != RECFMT_V1)
+		return -EINVAL;
+	r->len = get_le(p + 4, 4);
+	r->sum = get_le(p + 8, 8);
+	r->gen = get_le(p + 16, 8);
+	return 0;
+}
+
+size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r)
+{
+	out[0] = RECFMT_V1;
+	memset(out + 1, 0, 7);
+	put_le(out + 8, r->count, 8);
+	put_le(out + 16, (uint64_t)r->last, 8);
+	put_le(out + 24, r->bytes, 8);
+	return HEAT_REC_LEN;
+}
+
+int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r)
+{
+	if (len != HEAT_REC_LEN || p[0] != RECFMT_V1)
+		return -EINVAL;
+	r->count = get_le(p + 8, 8);
+	r->last = (int64_t)get_le(p + 16, 8);
+	r->bytes = get_le(p + 24, 8);
+	return 0;
+}
+
+size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a)
+{
+	out[0] = RECFMT_V1;
+	out[1] = 0;
+	put_le(out + 4, a->mtime_nsec, 4);
+	put_le(out + 8, a->size, 8);
+	put_le(out + 16, (uint64_t)a->mtime, 8);
+	put_le(out + 24, (uint64_t)a->checked, 8);
+	return put_version(out, 32, a->version);
+}
+
+int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a)
+{
+	if (len < 32 || len > ATTR_REC_MAX || p[0] != RECFMT_V1)
+		return -EINVAL;
+	a->mtime_nsec = get_le(p + 4, 4);
+	a->size = get_le(p + 8, 8);
+	a->mtime = (int64_t)get_le(p + 16, 8);
+	a->checked = (int64_t)get_le(p + 24, 8);
+	return get_version(p, len, 32, a->version);
+}
+
+uint64_t version_gen(const char *v)
+{
+	return hash64(v, strlen(v), 0x5bd1e9955bd1e995ULL);
+}
