@@ -59,3 +59,4 @@ clean:
 
 .PHONY: all unit check test bench install clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+.SECONDARY:

@@ -499,21 +499,24 @@ static void finish_all(struct fetcher *f, struct preq *ready)
 	}
 }
 
-static void inflight_end(struct fetcher *f, struct inflight *in, bool stored)
+/* the chunk is settled: PRESENT if stored, else ABSENT; in leaves ce */
+static void inflight_unlink_locked(struct inflight *in, bool stored)
 {
 	struct centry *ce = in->ce;
 	struct inflight **pp;
 
-	cache_lock(f->c);
 	ce->state[in->n] = stored ? CH_PRESENT : CH_ABSENT;
 	for (pp = &ce->inflight; *pp; pp = &(*pp)->next)
 		if (*pp == in) {
 			*pp = in->next;
 			break;
 		}
-	cache_unlock(f->c);
+}
+
+static void inflight_free(struct fetcher *f, struct inflight *in)
+{
 	chunkbuf_put(in->cb);
-	cache_busy_put(f->c, ce);
+	cache_busy_put(f->c, in->ce);
 	atomic_fetch_sub(&f->inflight, 1);
 	free(in);
 }
@@ -524,6 +527,7 @@ static void complete(struct fetcher *f, struct inflight *in)
 	uint32_t want = cache_chunk_len(f->c, ce, in->n);
 	ssize_t ret = in->ret;
 	struct preq *ready;
+	bool stored;
 	uint64_t sum;
 
 	if (ret >= 0 && (size_t)ret != want)
@@ -551,11 +555,13 @@ static void complete(struct fetcher *f, struct inflight *in)
 			strerror((int)-ret));
 		if (ret == -ESTALE && f->on_stale)
 			f->on_stale(f->stale_arg, ce->fid);
+		/* settle the chunk first: a new reader must start afresh */
 		cache_lock(f->c);
 		ready = wake_locked(in, EIO);
+		inflight_unlink_locked(in, false);
 		cache_unlock(f->c);
 		finish_all(f, ready);
-		inflight_end(f, in, false);
+		inflight_free(f, in);
 		return;
 	}
 	stat_inc(f->st, backend_reads);
@@ -573,7 +579,11 @@ static void complete(struct fetcher *f, struct inflight *in)
 	cache_unlock(f->c);
 	finish_all(f, ready);		/* answer first, persist after */
 
-	inflight_end(f, in, cache_store_chunk(f->c, ce, in->n, in->cb, sum) == 0);
+	stored = cache_store_chunk(f->c, ce, in->n, in->cb, sum) == 0;
+	cache_lock(f->c);
+	inflight_unlink_locked(in, stored);
+	cache_unlock(f->c);
+	inflight_free(f, in);
 }
 
 static void *completion_main(void *arg)
