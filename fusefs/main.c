@@ -188,6 +188,10 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
+	if (backend_check_source(cf.source)) {
+		conf_release(&cf);
+		return EXIT_USAGE;
+	}
 	if (stat(cf.mountpoint, &sb) || !S_ISDIR(sb.st_mode)) {
 		fprintf(stderr, "fusefs: mount point %s is not a directory\n",
 			cf.mountpoint);

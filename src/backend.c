@@ -44,23 +44,38 @@ int backend_set_prefix(struct backend *be, const char *p)
 	return 0;
 }
 
-int backend_open(struct backend **out, const struct fusefs_conf *cf)
+static const struct backend_ops *find_ops(const char *src, const char **where)
 {
 	char scheme[16];
-	const char *where;
 	size_t i;
 
-	if (backend_split_source(cf->source, scheme, sizeof(scheme), &where)) {
+	if (backend_split_source(src, scheme, sizeof(scheme), where)) {
 		fprintf(stderr, "fusefs: bad source '%s': expected rados://POOL[/PREFIX]\n",
-			cf->source);
-		return -EINVAL;
+			src);
+		return NULL;
 	}
 	for (i = 0; i < ARRAY_SIZE(backends); i++)
 		if (!strcmp(backends[i]->scheme, scheme))
-			return backends[i]->open(out, cf, where);
+			return backends[i];
 	fprintf(stderr, "fusefs: unsupported source scheme '%s://' (supported: rados://)\n",
 		scheme);
-	return -EINVAL;
+	return NULL;
+}
+
+int backend_check_source(const char *src)
+{
+	const char *where;
+
+	return find_ops(src, &where) ? 0 : -EINVAL;
+}
+
+int backend_open(struct backend **out, const struct fusefs_conf *cf)
+{
+	const struct backend_ops *ops;
+	const char *where;
+
+	ops = find_ops(cf->source, &where);
+	return ops ? ops->open(out, cf, where) : -EINVAL;
 }
 
 void backend_close(struct backend *be)

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,7 +489,12 @@ static void on_swap(void *arg, struct ns *ns)
 	(void)ns;
 }
 
-/* the kernel's read-ahead window caps FUSE read sizes at 128 KiB */
+/*
+ * The kernel's read-ahead window caps buffered FUSE reads at 128 KiB.
+ * Raising it works only after the kernel processed our INIT reply (which
+ * resets it), so a short-lived thread does it once the loop runs.
+ * Needs root; otherwise the default stays, logged at debug level.
+ */
 static void raise_readahead(const char *mnt)
 {
 	char line[8192], path[128];
@@ -521,6 +528,17 @@ static void raise_readahead(const char *mnt)
 	fprintf(f, "%d\n", READ_AHEAD_KB);
 	if (fclose(f))
 		log_dbg("cannot raise %s: %s", path, strerror(errno));
+}
+
+static void *readahead_main(void *arg)
+{
+	struct timespec d = { 0, 300 * 1000000L };
+	char *mnt = arg;
+
+	nanosleep(&d, NULL);
+	raise_readahead(mnt);
+	free(mnt);
+	return NULL;
 }
 
 int fs_run(const struct fs_deps *d, int ready_fd)
@@ -561,7 +579,15 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 		free(real);
 		goto out_signals;
 	}
-	raise_readahead(real);
+	{
+		pthread_t t;
+		char *copy = strdup(real);
+
+		if (copy && !pthread_create(&t, NULL, readahead_main, copy))
+			pthread_detach(t);
+		else
+			free(copy);
+	}
 	nsmgr_start_refresh(d->nm, on_swap, &fs);
 	log_info("mounted %s on %s", cf->source, real);
 	if (ready_fd >= 0) {

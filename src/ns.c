@@ -249,6 +249,8 @@ static void dir_finish(struct ns *ns, struct ns_node *d)
 {
 	uint32_t i, out = 0;
 
+	if (!d->nkids)
+		return;
 	qsort(d->kids, d->nkids, sizeof(*d->kids), kid_cmp);
 	for (i = 0; i < d->nkids; i++) {
 		struct ns_node *k = d->kids[i];

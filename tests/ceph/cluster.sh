@@ -236,6 +236,7 @@ mon data avail crit = 1
 paxos propose interval = 0.2
 osd objectstore = memstore
 memstore device bytes = $mem
+osd max write size = 256
 
 [mon]
 mon data = $DIR/\$name

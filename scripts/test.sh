@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine (as root):
+# installs dependencies, builds, runs the C unit tests and the integration
+# tests against a throwaway Ceph cluster, then all of it again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1
+
+echo "== build =="
+make -j"$(nproc)"
+echo "== unit tests =="
+make unit
+echo "== integration tests =="
+tests/run-integration.sh build/bin/fusefs
+
+echo "== sanitizer build (ASan+UBSan): unit and integration tests =="
+make SAN=1 -j"$(nproc)"
+make SAN=1 unit
+tests/run-integration.sh build-san/bin/fusefs
