@@ -26,6 +26,7 @@ struct fs {
 	const struct fs_deps *d;
 	struct fuse_session *se;
 	double attr_timeout;
+	time_t mounted;		/* directories' times */
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -46,6 +47,8 @@ static void fill_stat(const struct fs *fs, const struct ns_node *n,
 	if (n->is_dir) {
 		st->st_mode = S_IFDIR | (0555 & ~cf->umask);
 		st->st_nlink = 2;
+		st->st_mtim.tv_sec = fs->mounted;
+		st->st_ctim = st->st_atim = st->st_mtim;
 		return;
 	}
 	st->st_mode = S_IFREG | (0444 & ~cf->umask);
@@ -257,10 +260,14 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)ce;
-	/* a new version must not be read from the kernel's page cache */
+	/*
+	 * A new version: not keeping the cache drops the kernel's pages of
+	 * the old one; attributes only (offset -1) are invalidated here, as
+	 * invalidating pages could wait on readers waiting on us.
+	 */
 	fi->keep_cache = !changed;
 	if (changed)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 	fuse_reply_open(req, fi);
 }
 
@@ -551,6 +558,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	int rc;
 
 	fs.attr_timeout = cf->revalidate_s ? cf->revalidate_s : 1;
+	fs.mounted = time(NULL);
 	snprintf(opts, sizeof(opts),
 		 "ro,default_permissions,noatime,fsname=%s,subtype=fusefs%s",
 		 cf->source, cf->allow_other ? ",allow_other" : "");

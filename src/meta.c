@@ -173,18 +173,17 @@ static void *writer_main(void *arg)
 				break;
 			continue;
 		}
-		/* swap the queue out, apply it without the lock */
-		struct op *t = m->q;
-		m->q = ops;
-		ops = t;
-		n = m->qlen;
-		t = NULL;
+		/* swap the queue with the spare array, apply it unlocked */
 		{
-			size_t c = m->qcap;
+			struct op *full = m->q;
+			size_t full_cap = m->qcap;
 
+			m->q = ops;
 			m->qcap = cap;
-			cap = c;
+			ops = full;
+			cap = full_cap;
 		}
+		n = m->qlen;
 		m->qlen = 0;
 		upto = m->queued;
 		pthread_mutex_unlock(&m->lock);
@@ -196,12 +195,12 @@ static void *writer_main(void *arg)
 		m->applied = upto;
 		m->batches++;
 		pthread_cond_broadcast(&m->done);
-		if (!m->stop) {
-			/* batch, do not commit per update */
-			pthread_mutex_unlock(&m->lock);
+		if (!m->stop && n < QUEUE_KICK) {
+			/* let the next batch gather: never a commit per update */
 			struct timespec d = { 0, META_BATCH_MS * 1000000L };
-			if (n < QUEUE_KICK)
-				nanosleep(&d, NULL);
+
+			pthread_mutex_unlock(&m->lock);
+			nanosleep(&d, NULL);
 			pthread_mutex_lock(&m->lock);
 		}
 	}
