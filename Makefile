@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 liburing libxxhash
+PKGS    = fuse3 liburing libxxhash libcurl libxml-2.0 inih
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -17,8 +17,9 @@ BUILD   := build-san
 endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log conf hash htab pathmap ns recfmt meta stats policy cache fetch
-SRCS    = $(CORE) backend backend_rados nsmgr fs
+CORE    = log conf hash htab pathmap ns recfmt meta stats policy cache fetch \
+          s3sign s3list
+SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr fs
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -35,9 +36,10 @@ $(BIN): $(BUILD)/fusefs/main.o $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o $(CORE_OBJS)
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o \
+		$(BUILD)/tests/unit/sigv4_ref.o $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcrypto
 
 unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@fail=0; for t in $^; do $$t || fail=1; done; exit $$fail

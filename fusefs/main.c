@@ -40,7 +40,7 @@ static void usage(FILE *f)
 		"       fusefs stats MOUNTPOINT\n"
 		"       fusefs umount [-z] MOUNTPOINT\n"
 		"       fusefs --version\n"
-		"SOURCE is rados://POOL[/PREFIX].\n"
+		"SOURCE is rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX] (with --endpoint).\n"
 		"Options:\n"
 		"  -f                   stay in the foreground\n"
 		"  -d                   debug logging and FUSE request tracing\n"

@@ -76,5 +76,6 @@ int backend_split_source(const char *src, char *scheme, size_t slen,
 int backend_set_prefix(struct backend *be, const char *p);
 
 extern const struct backend_ops backend_rados_ops;
+extern const struct backend_ops backend_s3_ops;
 
 #endif

@@ -29,6 +29,12 @@ struct fusefs_conf {
 	char *ceph_conf;	/* NULL: librados default search */
 	char *ceph_id;		/* client id without "client." */
 	char *keyring;
+	char *s3_endpoint;	/* http(s)://host[:port] */
+	char *s3_region;
+	char *s3_profile;
+	char *s3_credentials_file;
+	char *s3_ca_file;
+	bool s3_virtual_host;
 	uid_t uid;
 	gid_t gid;
 	mode_t umask;

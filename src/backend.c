@@ -9,6 +9,7 @@
 
 static const struct backend_ops *const backends[] = {
 	&backend_rados_ops,
+	&backend_s3_ops,
 };
 
 int backend_split_source(const char *src, char *scheme, size_t slen,
@@ -50,14 +51,14 @@ static const struct backend_ops *find_ops(const char *src, const char **where)
 	size_t i;
 
 	if (backend_split_source(src, scheme, sizeof(scheme), where)) {
-		fprintf(stderr, "fusefs: bad source '%s': expected rados://POOL[/PREFIX]\n",
+		fprintf(stderr, "fusefs: bad source '%s': expected rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX]\n",
 			src);
 		return NULL;
 	}
 	for (i = 0; i < ARRAY_SIZE(backends); i++)
 		if (!strcmp(backends[i]->scheme, scheme))
 			return backends[i];
-	fprintf(stderr, "fusefs: unsupported source scheme '%s://' (supported: rados://)\n",
+	fprintf(stderr, "fusefs: unsupported source scheme '%s://' (supported: rados://, s3://)\n",
 		scheme);
 	return NULL;
 }

@@ -39,6 +39,18 @@ static const struct opt opts[] = {
 	  "NAME            Ceph client id (default admin)" },
 	{ "keyring", OPT_STR, O(keyring), 0, 0,
 	  "FILE       Ceph keyring" },
+	{ "endpoint", OPT_STR, O(s3_endpoint), 0, 0,
+	  "URL        S3 endpoint, e.g. http://rgw:7480 (default $AWS_ENDPOINT_URL)" },
+	{ "region", OPT_STR, O(s3_region), 0, 0,
+	  "NAME         S3 signing region (default us-east-1)" },
+	{ "profile", OPT_STR, O(s3_profile), 0, 0,
+	  "NAME        profile in the credentials file" },
+	{ "credentials-file", OPT_STR, O(s3_credentials_file), 0, 0,
+	  "FILE ~/.aws/credentials-style file" },
+	{ "ca-file", OPT_STR, O(s3_ca_file), 0, 0,
+	  "FILE        CA bundle for an HTTPS endpoint" },
+	{ "virtual-host", OPT_FLAG, O(s3_virtual_host), 0, 0,
+	  "         bucket.host addressing (default: path style)" },
 	{ "uid", OPT_SPECIAL, 0, 0, 0,
 	  "N              owner of every file (default: mounting user)" },
 	{ "gid", OPT_SPECIAL, 0, 0, 0,
@@ -331,7 +343,7 @@ int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
 int conf_check(const struct fusefs_conf *cf)
 {
 	if (!cf->source) {
-		fprintf(stderr, "fusefs: missing SOURCE (rados://POOL[/PREFIX])\n");
+		fprintf(stderr, "fusefs: missing SOURCE (rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX])\n");
 		return -EINVAL;
 	}
 	if (!cf->mountpoint) {

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * creds.h - S3 credentials from the usual places, never from argv:
+ *   1. --credentials-file FILE or --profile NAME given: that file/profile
+ *      (FILE defaults to $AWS_SHARED_CREDENTIALS_FILE, ~/.aws/credentials);
+ *   2. otherwise AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY
+ *      (+ AWS_SESSION_TOKEN) from the environment;
+ *   3. otherwise the default file, profile $AWS_PROFILE or "default".
+ * The INI file is parsed by inih (the only file that includes it).
+ * Secrets are never logged; only where they came from is.
+ */
+#ifndef FUSEFS_CREDS_H
+#define FUSEFS_CREDS_H
+
+#include <stddef.h>
+
+#include "conf.h"
+
+struct s3_creds {
+	char access[128];
+	char secret[256];
+	char token[4096];
+	char from[512];		/* "environment" or "FILE [profile]" */
+};
+
+/* creds_load() - fill @out; -ENOENT (none found) or -EINVAL, message printed */
+int creds_load(const struct fusefs_conf *cf, struct s3_creds *out);
+/* creds_wipe() - overwrite the secrets in memory */
+void creds_wipe(struct s3_creds *c);
+
+#endif

@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: MIT
+/*
+ * backend_s3.c - objects in an S3 bucket (Ceph RGW or any S3 endpoint)
+ * through libcurl, the only file that includes curl/curl.h.
+ *
+ * Signing: CURLOPT_AWS_SIGV4; paths and queries are pre-canonicalized by
+ * s3sign.c and x-amz-content-sha256 is sent explicitly (curl 7.88 does
+ * neither).  Reads are ranged GETs with If-Match: <ETag>, so a replaced
+ * object answers 412 (-> -ESTALE) instead of other bytes.  They run on one
+ * thread driving a curl multi handle (keep-alive, connection reuse, at
+ * most max_inflight connections); listing and HEAD use one easy handle
+ * under a mutex.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "creds.h"
+#include "log.h"
+#include "s3list.h"
+#include "s3sign.h"
+
+#define EMPTY_SHA256 \
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define URL_MAX		8192
+
+struct s3_be {
+	struct backend base;
+	char scheme[8];			/* "http" or "https" */
+	char host[512];			/* host[:port] */
+	char bucket[256];
+	char sigv4[128];
+	char userpwd[512];
+	char token_hdr[4200];
+	const struct fusefs_conf *cf;
+
+	pthread_mutex_t sync_lock;	/* the easy handle for list/HEAD */
+	CURL *sync;
+
+	pthread_mutex_t lock;		/* guards queue, idle, stop */
+	struct s3_rd *queue;
+	CURL *idle[64];
+	int nidle;
+	bool stop;
+	CURLM *multi;
+	pthread_t thread;
+};
+
+/* one read in flight: backend_read.priv */
+struct s3_rd {
+	struct backend_read *rd;
+	CURL *h;
+	struct curl_slist *hdrs;
+	size_t got;
+	bool overflow;
+	char url[URL_MAX];
+	struct s3_rd *next;
+};
+
+static struct s3_be *sbe(struct backend *be)
+{
+	return container_of(be, struct s3_be, base);
+}
+
+/* URL of @key ("" = the bucket) with canonical @query (may be "") */
+static int make_url(const struct s3_be *s, const char *key, const char *query,
+		    char *out, size_t cap)
+{
+	char path[URL_MAX];
+	int n;
+
+	if (s3_uri_encode(key, strlen(key), true, path, sizeof(path)) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	if (s->cf->s3_virtual_host)
+		n = snprintf(out, cap, "%s://%s.%s/%s%s%s", s->scheme, s->bucket,
+			     s->host, path, *query ? "?" : "", query);
+	else
+		n = snprintf(out, cap, "%s://%s/%s/%s%s%s", s->scheme, s->host,
+			     s->bucket, path, *query ? "?" : "", query);
+	return n < (int)cap ? 0 : -ENAMETOOLONG;
+}
+
+static struct curl_slist *base_headers(const struct s3_be *s)
+{
+	struct curl_slist *h = curl_slist_append(NULL,
+		"x-amz-content-sha256: " EMPTY_SHA256);
+
+	if (h && s->token_hdr[0])
+		h = curl_slist_append(h, s->token_hdr);
+	return h;
+}
+
+static void setup(const struct s3_be *s, CURL *h)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
+	curl_easy_setopt(h, CURLOPT_USERPWD, s->userpwd);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)s->cf->connect_timeout_s);
+	/* a stalled transfer (not a slow one) fails after op_timeout */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)s->cf->op_timeout_s);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
+	if (s->cf->s3_ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, s->cf->s3_ca_file);
+}
+
+/* HTTP status -> -errno; 0 for success */
+static int http_errno(long code)
+{
+	if (code == 200 || code == 206)
+		return 0;
+	if (code == 412)
+		return -ESTALE;
+	if (code == 404)
+		return -ENOENT;
+	if (code == 403 || code == 401)
+		return -EACCES;
+	if (code == 416)
+		return -ERANGE;
+	if (code >= 500 || code == 429)
+		return -EAGAIN;
+	return -EIO;
+}
+
+static int curl_errno(CURLcode c)
+{
+	switch (c) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return -ECONNREFUSED;
+	default:
+		return -EIO;
+	}
+}
+
+/* ---- synchronous requests: listing and HEAD ---- */
+
+struct body {
+	char *p;
+	size_t len, cap;
+};
+
+static size_t body_write(char *data, size_t sz, size_t n, void *arg)
+{
+	struct body *b = arg;
+	size_t len = sz * n;
+
+	if (b->len + len + 1 > b->cap) {
+		size_t cap = (b->len + len + 1) * 2;
+		char *p = realloc(b->p, cap);
+
+		if (!p)
+			return 0;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+	return len;
+}
+
+/* GET the bucket with @query into @b; returns -errno, *code the status */
+static int sync_get(struct s3_be *s, const char *query, struct body *b,
+		    long *code)
+{
+	char url[URL_MAX];
+	struct curl_slist *hdrs;
+	CURLcode cc;
+	int rc;
+
+	rc = make_url(s, "", query, url, sizeof(url));
+	if (rc)
+		return rc;
+	hdrs = base_headers(s);
+	pthread_mutex_lock(&s->sync_lock);
+	setup(s, s->sync);
+	curl_easy_setopt(s->sync, CURLOPT_URL, url);
+	curl_easy_setopt(s->sync, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(s->sync, CURLOPT_WRITEFUNCTION, body_write);
+	curl_easy_setopt(s->sync, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(s->sync, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s * 4);
+	cc = curl_easy_perform(s->sync);
+	*code = 0;
+	curl_easy_getinfo(s->sync, CURLINFO_RESPONSE_CODE, code);
+	pthread_mutex_unlock(&s->sync_lock);
+	curl_slist_free_all(hdrs);
+	if (cc != CURLE_OK) {
+		log_err("S3 request to %s://%s failed: %s", s->scheme, s->host,
+			curl_easy_strerror(cc));
+		return curl_errno(cc);
+	}
+	return http_errno(*code);
+}
+
+/* one ListObjectsV2 page after @token ("" for the first) */
+static int list_page(struct s3_be *s, const char *token, int max_keys,
+		     struct body *b, long *code)
+{
+	char query[4096], mk[16], prefix[1100];
+	struct s3_param p[4];
+	size_t n = 0;
+	int rc;
+
+	snprintf(mk, sizeof(mk), "%d", max_keys);
+	snprintf(prefix, sizeof(prefix), "%s%s", s->base.prefix,
+		 s->base.prefix[0] ? "/" : "");
+	p[n++] = (struct s3_param){ "list-type", "2" };
+	p[n++] = (struct s3_param){ "max-keys", mk };
+	if (prefix[0])
+		p[n++] = (struct s3_param){ "prefix", prefix };
+	if (token[0])
+		p[n++] = (struct s3_param){ "continuation-token", token };
+	rc = s3_query_canon(p, n, query, sizeof(query));
+	if (rc < 0)
+		return rc;
+	b->len = 0;
+	return sync_get(s, query, b, code);
+}
+
+static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
+{
+	struct s3_be *s = sbe(be);
+	struct body b = { 0 };
+	struct s3_page page = { .truncated = true };
+	char token[sizeof(page.next_token)] = "";
+	unsigned pages = 0;
+	long code;
+	int rc = 0;
+
+	while (page.truncated) {
+		rc = list_page(s, token, 1000, &b, &code);
+		if (rc) {
+			log_err("listing bucket '%s' failed (HTTP %ld)", s->bucket, code);
+			break;
+		}
+		rc = s3list_parse(b.p ? b.p : "", b.len, &page, fn, arg);
+		if (rc) {
+			log_err("listing bucket '%s': %s", s->bucket,
+				rc == -EBADMSG ? "malformed ListObjectsV2 response" :
+				strerror(-rc));
+			break;
+		}
+		if (page.truncated && !strcmp(token, page.next_token)) {
+			log_err("listing bucket '%s': continuation token repeats",
+				s->bucket);
+			rc = -EBADMSG;
+			break;
+		}
+		memcpy(token, page.next_token, sizeof(token));
+		pages++;
+	}
+	log_dbg("listed bucket '%s' in %u pages", s->bucket, pages);
+	free(b.p);
+	return rc;
+}
+
+struct head {
+	char etag[NS_VERSION_MAX];
+};
+
+static size_t head_header(char *data, size_t sz, size_t n, void *arg)
+{
+	struct head *h = arg;
+	size_t len = sz * n;
+
+	if (len > 5 && !strncasecmp(data, "etag:", 5)) {
+		const char *v = data + 5;
+		size_t vl = len - 5;
+
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' ||
+			      v[vl - 1] == ' '))
+			vl--;
+		if (vl < sizeof(h->etag)) {
+			memcpy(h->etag, v, vl);
+			h->etag[vl] = '\0';
+		}
+	}
+	return len;
+}
+
+static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
+{
+	struct s3_be *s = sbe(be);
+	struct curl_slist *hdrs;
+	struct head hd = { "" };
+	char url[URL_MAX];
+	curl_off_t len = -1, when = -1;
+	long code = 0;
+	CURLcode cc;
+	int rc;
+
+	rc = make_url(s, key, "", url, sizeof(url));
+	if (rc)
+		return rc;
+	hdrs = base_headers(s);
+	pthread_mutex_lock(&s->sync_lock);
+	setup(s, s->sync);
+	curl_easy_setopt(s->sync, CURLOPT_URL, url);
+	curl_easy_setopt(s->sync, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(s->sync, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(s->sync, CURLOPT_FILETIME, 1L);
+	curl_easy_setopt(s->sync, CURLOPT_HEADERFUNCTION, head_header);
+	curl_easy_setopt(s->sync, CURLOPT_HEADERDATA, &hd);
+	curl_easy_setopt(s->sync, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s);
+	cc = curl_easy_perform(s->sync);
+	curl_easy_getinfo(s->sync, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(s->sync, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	curl_easy_getinfo(s->sync, CURLINFO_FILETIME_T, &when);
+	pthread_mutex_unlock(&s->sync_lock);
+	curl_slist_free_all(hdrs);
+	if (cc != CURLE_OK)
+		return curl_errno(cc);
+	rc = http_errno(code);
+	if (rc)
+		return rc;
+	if (len < 0 || !hd.etag[0])
+		return -EIO;
+	memset(out, 0, sizeof(*out));
+	out->size = len;
+	out->mtime = when < 0 ? 0 : when;
+	snprintf(out->version, sizeof(out->version), "%s", hd.etag);
+	return 0;
+}
+
+/* ---- asynchronous ranged reads on the multi thread ---- */
+
+static size_t read_write(char *data, size_t sz, size_t n, void *arg)
+{
+	struct s3_rd *r = arg;
+	size_t len = sz * n;
+
+	if (r->got + len > r->rd->len) {
+		r->overflow = true;	/* never more than asked for */
+		return 0;
+	}
+	memcpy(r->rd->buf + r->got, data, len);
+	r->got += len;
+	return len;
+}
+
+static void rd_start(struct s3_be *s, struct s3_rd *r)
+{
+	struct backend_read *rd = r->rd;
+	char range[96], ifm[NS_VERSION_MAX + 16];
+
+	r->hdrs = base_headers(s);
+	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64,
+		 rd->off, rd->off + rd->len - 1);
+	r->hdrs = curl_slist_append(r->hdrs, range);
+	if (rd->version[0]) {
+		snprintf(ifm, sizeof(ifm), "If-Match: %s", rd->version);
+		r->hdrs = curl_slist_append(r->hdrs, ifm);
+	}
+	setup(s, r->h);
+	curl_easy_setopt(r->h, CURLOPT_URL, r->url);
+	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
+	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, read_write);
+	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+	curl_multi_add_handle(s->multi, r->h);
+}
+
+static void rd_finish(struct s3_be *s, struct s3_rd *r, CURLcode cc)
+{
+	struct backend_read *rd = r->rd;
+	long code = 0;
+	ssize_t ret;
+
+	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+	curl_multi_remove_handle(s->multi, r->h);
+	if (cc != CURLE_OK && !r->overflow) {
+		ret = curl_errno(cc);
+	} else {
+		ret = http_errno(code);
+		if (!ret && code == 200 && rd->off)
+			ret = -EIO;	/* range ignored: not these bytes */
+		else if (!ret)
+			ret = r->overflow ? -EIO : (ssize_t)r->got;
+		else if (ret == -ERANGE)
+			ret = 0;	/* at or past the end */
+	}
+	curl_slist_free_all(r->hdrs);
+	pthread_mutex_lock(&s->lock);
+	if (s->nidle < (int)ARRAY_SIZE(s->idle))
+		s->idle[s->nidle++] = r->h;
+	else
+		curl_easy_cleanup(r->h);
+	pthread_mutex_unlock(&s->lock);
+	free(r);
+	rd->priv = NULL;
+	rd->done(rd, ret);
+}
+
+static void *multi_main(void *arg)
+{
+	struct s3_be *s = arg;
+	int running = 0;
+
+	for (;;) {
+		struct s3_rd *q;
+		CURLMsg *msg;
+		int left;
+
+		pthread_mutex_lock(&s->lock);
+		q = s->queue;
+		s->queue = NULL;
+		if (s->stop && !q && !running) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		pthread_mutex_unlock(&s->lock);
+		while (q) {
+			struct s3_rd *next = q->next;
+
+			rd_start(s, q);
+			q = next;
+		}
+		curl_multi_perform(s->multi, &running);
+		while ((msg = curl_multi_info_read(s->multi, &left))) {
+			struct s3_rd *r;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+					  (char **)&r);
+			rd_finish(s, r, msg->data.result);
+		}
+		curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
+	}
+	return NULL;
+}
+
+static int s3_read(struct backend *be, struct backend_read *rd)
+{
+	struct s3_be *s = sbe(be);
+	struct s3_rd *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->rd = rd;
+	rc = make_url(s, rd->key, "", r->url, sizeof(r->url));
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	pthread_mutex_lock(&s->lock);
+	r->h = s->nidle ? s->idle[--s->nidle] : curl_easy_init();
+	if (!r->h) {
+		pthread_mutex_unlock(&s->lock);
+		free(r);
+		return -ENOMEM;
+	}
+	r->next = s->queue;
+	s->queue = r;
+	rd->priv = r;
+	pthread_mutex_unlock(&s->lock);
+	curl_multi_wakeup(s->multi);
+	return 0;
+}
+
+/* ---- open: parse, credentials, check the bucket answers ---- */
+
+static void global_init(void)
+{
+	curl_global_init(CURL_GLOBAL_ALL);
+}
+
+static int parse_endpoint(struct s3_be *s, const char *ep)
+{
+	const char *host;
+	size_t n;
+
+	if (!strncmp(ep, "http://", 7)) {
+		strcpy(s->scheme, "http");
+		host = ep + 7;
+	} else if (!strncmp(ep, "https://", 8)) {
+		strcpy(s->scheme, "https");
+		host = ep + 8;
+	} else {
+		return -EINVAL;
+	}
+	n = strcspn(host, "/?#");
+	if (!n || n >= sizeof(s->host) || host[n + (host[n] == '/')] != '\0')
+		return -EINVAL;
+	memcpy(s->host, host, n);
+	s->host[n] = '\0';
+	return 0;
+}
+
+static int check_bucket(struct s3_be *s)
+{
+	struct body b = { 0 };
+	long code = 0;
+	int rc = list_page(s, "", 1, &b, &code);
+
+	if (rc == -EACCES)
+		fprintf(stderr, "fusefs: access to bucket '%s' denied (HTTP %ld%s%s): "
+			"check the credentials\n", s->bucket, code,
+			b.p && strstr(b.p, "SignatureDoesNotMatch") ?
+			", SignatureDoesNotMatch" : "",
+			b.p && strstr(b.p, "InvalidAccessKeyId") ?
+			", InvalidAccessKeyId" : "");
+	else if (rc == -ENOENT)
+		fprintf(stderr, "fusefs: no such bucket '%s' at %s://%s\n",
+			s->bucket, s->scheme, s->host);
+	else if (rc)
+		fprintf(stderr, "fusefs: cannot reach S3 endpoint %s://%s (%s)\n",
+			s->scheme, s->host, code ? "bad HTTP status" : strerror(-rc));
+	free(b.p);
+	return rc;
+}
+
+static void s3_free(struct s3_be *s)
+{
+	int i;
+
+	for (i = 0; i < s->nidle; i++)
+		curl_easy_cleanup(s->idle[i]);
+	if (s->sync)
+		curl_easy_cleanup(s->sync);
+	if (s->multi)
+		curl_multi_cleanup(s->multi);
+	explicit_bzero(s->userpwd, sizeof(s->userpwd));
+	explicit_bzero(s->token_hdr, sizeof(s->token_hdr));
+	free(s);
+}
+
+static int s3_open(struct backend **out, const struct fusefs_conf *cf,
+		   const char *where)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct s3_be *s = calloc(1, sizeof(*s));
+	const char *slash = strchr(where, '/');
+	const char *ep = cf->s3_endpoint ? cf->s3_endpoint : getenv("AWS_ENDPOINT_URL");
+	size_t blen = slash ? (size_t)(slash - where) : strlen(where);
+	struct s3_creds cr;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	pthread_once(&once, global_init);
+	s->base.ops = &backend_s3_ops;
+	s->cf = cf;
+	pthread_mutex_init(&s->sync_lock, NULL);
+	pthread_mutex_init(&s->lock, NULL);
+	rc = -EINVAL;
+	if (!blen || blen >= sizeof(s->bucket) || memchr(where, '?', blen)) {
+		fprintf(stderr, "fusefs: bad source: expected s3://BUCKET[/PREFIX]\n");
+		goto out_free;
+	}
+	memcpy(s->bucket, where, blen);
+	if (backend_set_prefix(&s->base, slash ? slash : "")) {
+		fprintf(stderr, "fusefs: prefix too long\n");
+		goto out_free;
+	}
+	if (!ep || parse_endpoint(s, ep)) {
+		fprintf(stderr, "fusefs: %s S3 endpoint%s%s: use --endpoint http(s)://HOST[:PORT]\n",
+			ep ? "bad" : "missing", ep ? " " : "", ep ? ep : "");
+		goto out_free;
+	}
+	rc = creds_load(cf, &cr);
+	if (rc)
+		goto out_free;
+	snprintf(s->userpwd, sizeof(s->userpwd), "%s:%s", cr.access, cr.secret);
+	if (cr.token[0])
+		snprintf(s->token_hdr, sizeof(s->token_hdr),
+			 "x-amz-security-token: %s", cr.token);
+	log_info("S3 credentials from %s", cr.from);
+	creds_wipe(&cr);
+	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3",
+		 cf->s3_region ? cf->s3_region : "us-east-1");
+	s->sync = curl_easy_init();
+	s->multi = curl_multi_init();
+	if (!s->sync || !s->multi) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)cf->max_inflight);
+	curl_multi_setopt(s->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+			  (long)cf->max_inflight);
+	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)cf->max_inflight);
+	rc = check_bucket(s);
+	if (rc)
+		goto out_free;
+	rc = -pthread_create(&s->thread, NULL, multi_main, s);
+	if (rc)
+		goto out_free;
+	log_info("S3 bucket '%s' at %s://%s (%s-style)", s->bucket, s->scheme,
+		 s->host, cf->s3_virtual_host ? "virtual-host" : "path");
+	*out = &s->base;
+	return 0;
+out_free:
+	s3_free(s);
+	return rc;
+}
+
+static void s3_close(struct backend *be)
+{
+	struct s3_be *s = sbe(be);
+
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_mutex_unlock(&s->lock);
+	curl_multi_wakeup(s->multi);
+	pthread_join(s->thread, NULL);
+	s3_free(s);
+}
+
+const struct backend_ops backend_s3_ops = {
+	.scheme = "s3",
+	.open = s3_open,
+	.close = s3_close,
+	.list = s3_list,
+	.stat = s3_stat,
+	.read = s3_read,
+};

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+/* creds.c - see creds.h */
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "creds.h"
+
+struct want {
+	const char *profile;
+	struct s3_creds *out;
+	int found;
+};
+
+static int on_ini(void *user, const char *section, const char *name,
+		  const char *value)
+{
+	struct want *w = user;
+
+	if (strcmp(section, w->profile))
+		return 1;
+	w->found = 1;
+	if (!strcmp(name, "aws_access_key_id"))
+		snprintf(w->out->access, sizeof(w->out->access), "%s", value);
+	else if (!strcmp(name, "aws_secret_access_key"))
+		snprintf(w->out->secret, sizeof(w->out->secret), "%s", value);
+	else if (!strcmp(name, "aws_session_token"))
+		snprintf(w->out->token, sizeof(w->out->token), "%s", value);
+	return 1;
+}
+
+static int from_file(const char *file, const char *profile,
+		     struct s3_creds *out)
+{
+	struct want w = { profile, out, 0 };
+	int rc = ini_parse(file, on_ini, &w);
+
+	if (rc < 0) {
+		fprintf(stderr, "fusefs: cannot read credentials file %s\n", file);
+		return -ENOENT;
+	}
+	if (rc > 0) {
+		fprintf(stderr, "fusefs: credentials file %s: syntax error on line %d\n",
+			file, rc);
+		return -EINVAL;
+	}
+	if (!w.found || !out->access[0] || !out->secret[0]) {
+		fprintf(stderr, "fusefs: credentials file %s has no complete profile [%s]\n",
+			file, profile);
+		return -ENOENT;
+	}
+	snprintf(out->from, sizeof(out->from), "%s [%s]", file, profile);
+	return 0;
+}
+
+int creds_load(const struct fusefs_conf *cf, struct s3_creds *out)
+{
+	const char *ak = getenv("AWS_ACCESS_KEY_ID");
+	const char *sk = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *profile = cf->s3_profile ? cf->s3_profile : getenv("AWS_PROFILE");
+	const char *file = cf->s3_credentials_file;
+	char def[4096];
+
+	memset(out, 0, sizeof(*out));
+	if (!file) {
+		const char *env = getenv("AWS_SHARED_CREDENTIALS_FILE");
+		const char *home = getenv("HOME");
+
+		if (env)
+			snprintf(def, sizeof(def), "%s", env);
+		else
+			snprintf(def, sizeof(def), "%s/.aws/credentials",
+				 home ? home : "");
+	}
+	if (cf->s3_credentials_file || cf->s3_profile)
+		return from_file(file ? file : def, profile ? profile : "default",
+				 out);
+	if (ak && *ak && sk && *sk) {
+		const char *tok = getenv("AWS_SESSION_TOKEN");
+
+		snprintf(out->access, sizeof(out->access), "%s", ak);
+		snprintf(out->secret, sizeof(out->secret), "%s", sk);
+		if (tok)
+			snprintf(out->token, sizeof(out->token), "%s", tok);
+		snprintf(out->from, sizeof(out->from), "environment");
+		return 0;
+	}
+	if (from_file(def, profile ? profile : "default", out) == 0)
+		return 0;
+	fprintf(stderr, "fusefs: no S3 credentials: set AWS_ACCESS_KEY_ID and "
+		"AWS_SECRET_ACCESS_KEY, or use a credentials file (--profile, "
+		"--credentials-file)\n");
+	return -ENOENT;
+}
+
+void creds_wipe(struct s3_creds *c)
+{
+	explicit_bzero(c, sizeof(*c));
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/* s3list.c - see s3list.h */
+#include <errno.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "s3list.h"
+
+long long s3_parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	int n = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+	    tm.tm_mon < 1 || tm.tm_mon > 12)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (long long)timegm(&tm);
+}
+
+static bool is(const xmlNode *n, const char *name)
+{
+	return n->type == XML_ELEMENT_NODE && !strcmp((const char *)n->name, name);
+}
+
+/* text of element @n (owned by libxml2's caller: free with xmlFree) */
+static char *text(const xmlNode *n)
+{
+	return (char *)xmlNodeGetContent(n);
+}
+
+static int one_entry(const xmlNode *c, int (*fn)(void *, const char *, size_t,
+		     const struct ns_attr *), void *arg)
+{
+	struct ns_attr a = { 0 };
+	char *key = NULL;
+	bool have_size = false;
+	const xmlNode *f;
+	int rc;
+
+	for (f = c->children; f; f = f->next) {
+		char *t;
+
+		if (f->type != XML_ELEMENT_NODE)
+			continue;
+		t = text(f);
+		if (!t)
+			continue;
+		if (is(f, "Key")) {
+			xmlFree(key);
+			key = t;
+			continue;
+		}
+		if (is(f, "Size")) {
+			char *end;
+
+			a.size = strtoull(t, &end, 10);
+			have_size = *t && !*end && *t != '-';
+		} else if (is(f, "LastModified")) {
+			long long when = s3_parse_time(t);
+
+			a.mtime = when < 0 ? 0 : when;
+		} else if (is(f, "ETag")) {
+			snprintf(a.version, sizeof(a.version), "%s", t);
+		}
+		xmlFree(t);
+	}
+	if (!key || !*key || !have_size) {	/* S3 keys are never empty */
+		xmlFree(key);
+		return -EBADMSG;
+	}
+	rc = fn(arg, key, strlen(key), &a);
+	xmlFree(key);
+	return rc;
+}
+
+int s3list_parse(const char *xml, size_t len, struct s3_page *page,
+		 int (*fn)(void *arg, const char *key, size_t klen,
+			   const struct ns_attr *a),
+		 void *arg)
+{
+	xmlDoc *doc;
+	xmlNode *root, *n;
+	int rc = 0;
+
+	memset(page, 0, sizeof(*page));
+	if (len > (size_t)INT32_MAX)
+		return -EBADMSG;
+	doc = xmlReadMemory(xml, (int)len, "list.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOERROR |
+			    XML_PARSE_NOWARNING);
+	if (!doc)
+		return -EBADMSG;
+	root = xmlDocGetRootElement(doc);
+	if (!root || !is(root, "ListBucketResult")) {
+		rc = -EBADMSG;
+		goto out;
+	}
+	for (n = root->children; n && !rc; n = n->next) {
+		char *t;
+
+		if (is(n, "Contents")) {
+			page->keys++;
+			rc = one_entry(n, fn, arg);
+		} else if (is(n, "IsTruncated")) {
+			t = text(n);
+			page->truncated = t && !strcmp(t, "true");
+			xmlFree(t);
+		} else if (is(n, "NextContinuationToken")) {
+			t = text(n);
+			if (t && strlen(t) < sizeof(page->next_token))
+				strcpy(page->next_token, t);
+			else
+				rc = -EBADMSG;
+			xmlFree(t);
+		}
+	}
+	if (!rc && page->truncated && !page->next_token[0])
+		rc = -EBADMSG;		/* would loop forever */
+out:
+	xmlFreeDoc(doc);
+	return rc;
+}
