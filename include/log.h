@@ -17,6 +17,9 @@ extern int log_level;		/* LOG_ERR .. LOG_DEBUG; default LOG_INFO */
 
 /* log_open() - choose the sink; @use_syslog false means stderr. */
 void log_open(const char *ident, bool use_syslog);
+/* log_detach() - after going to the background: log to syslog, point
+ * stdin/stdout/stderr at /dev/null (nobody reads them any more). */
+void log_detach(void);
 /* log_parse_level() - "error", "warn", "info", "debug"; -EINVAL if unknown */
 int log_parse_level(const char *s);
 void log_emit(int level, const char *fmt, ...) PRINTF_FMT(2, 3);

@@ -604,6 +604,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 		if (write(ready_fd, &ok, 1) != 1)
 			log_warn("could not report readiness");
 		close(ready_fd);
+		log_detach();	/* the starting command has exited */
 	}
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);

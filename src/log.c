@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* log.c - see log.h */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +20,21 @@ void log_open(const char *ident, bool use_syslog)
 	log_syslog = use_syslog;
 	if (use_syslog)
 		openlog(ident, LOG_PID, LOG_DAEMON);
+}
+
+void log_detach(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (!log_syslog)
+		log_open("fusefs", true);
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
 }
 
 int log_parse_level(const char *s)

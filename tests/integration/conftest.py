@@ -31,23 +31,91 @@ def pytest_configure(config):
 def ceph(tmp_path_factory):
     d = str(tmp_path_factory.mktemp("ceph"))
     c = CephCluster()
-    c.start(d)
+    c.start(d, rgw=True)
     yield c
     c.stop()
+
+
+BUCKET = "fusefs-test"
+
+
+class Store:
+    """Where test objects go: a RADOS pool or an S3 bucket on radosgw,
+    and how fusefs is told to mount them."""
+
+    def __init__(self, kind, ceph):
+        self.kind, self.ceph = kind, ceph
+        if kind == "s3":
+            import boto3
+            import botocore.config
+            ak, sk = ceph.s3_credentials()
+            self.env = {"AWS_ACCESS_KEY_ID": ak, "AWS_SECRET_ACCESS_KEY": sk}
+            self.s3 = boto3.client(
+                "s3", endpoint_url=ceph.s3_endpoint, aws_access_key_id=ak,
+                aws_secret_access_key=sk, region_name="us-east-1",
+                config=botocore.config.Config(s3={"addressing_style": "path"},
+                                              retries={"max_attempts": 10}))
+            try:
+                self.s3.create_bucket(Bucket=BUCKET)
+            except self.s3.exceptions.BucketAlreadyOwnedByYou:
+                pass
+        else:
+            self.env = {}
+
+    def put(self, key, data):
+        if self.kind == "s3":
+            self.s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+        else:
+            self.ceph.put(POOL, key, data)
+
+    def put_many(self, objs):
+        if self.kind == "s3":
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(16) as ex:
+                list(ex.map(lambda kv: self.put(*kv), objs.items()))
+        else:
+            self.ceph.put_many(POOL, objs)
+
+    def source(self, prefix):
+        return f"{self.kind}://{POOL if self.kind == 'rados' else BUCKET}/{prefix}"
+
+    def args(self):
+        if self.kind == "s3":
+            return ["--endpoint", self.ceph.s3_endpoint]
+        return ["--ceph-conf", self.ceph.conf_path]
+
+
+_stores = {}
+
+
+@pytest.fixture(scope="session", params=["rados", "s3"])
+def store(request, ceph):
+    if request.param not in _stores:
+        _stores[request.param] = Store(request.param, ceph)
+    return _stores[request.param]
+
+
+@pytest.fixture(scope="session")
+def s3store(ceph):
+    if "s3" not in _stores:
+        _stores["s3"] = Store("s3", ceph)
+    return _stores["s3"]
 
 
 class Mount:
     """A running fusefs daemon and its mount point."""
 
-    def __init__(self, source, mnt, cache, log, args):
+    def __init__(self, source, mnt, cache, log, args, env=None):
         self.source, self.mnt, self.cache, self.log_path = source, mnt, cache, log
         self.args = args
+        self.env = dict(os.environ, **(env or {}))
         self.proc = None
 
     def start(self, timeout=60):
         self.logf = open(self.log_path, "ab")
         cmd = [FUSEFS, "mount", self.source, self.mnt, "-f", "--cache-dir", self.cache] + self.args
-        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT,
+                                     env=self.env)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -99,17 +167,19 @@ class Mount:
 
 @pytest.fixture
 def mounter(tmp_path, ceph):
-    """mounter(prefix, *args, cache=None) -> a started Mount; all are
-    unmounted at the end of the test."""
+    """mounter(prefix, *args, cache=None, store=None) -> a started Mount of
+    PREFIX in @store (default: the RADOS pool); all are unmounted at the
+    end of the test."""
     mounts = []
 
-    def make(prefix, *args, cache=None, start=True):
+    def make(prefix, *args, cache=None, start=True, store=None):
         mnt = tmp_path / f"mnt{len(mounts)}"
         mnt.mkdir(exist_ok=True)
         cache = cache or str(tmp_path / "cache")
-        m = Mount(f"rados://{POOL}/{prefix}", str(mnt), cache,
-                  str(tmp_path / f"fusefs{len(mounts)}.log"),
-                  ["--ceph-conf", ceph.conf_path] + list(args))
+        src = store.source(prefix) if store else f"rados://{POOL}/{prefix}"
+        base = store.args() if store else ["--ceph-conf", ceph.conf_path]
+        m = Mount(src, str(mnt), cache, str(tmp_path / f"fusefs{len(mounts)}.log"),
+                  base + list(args), env=store.env if store else None)
         mounts.append(m)
         return m.start() if start else m
 
@@ -123,6 +193,6 @@ def mounter(tmp_path, ceph):
     assert not failed, failed
 
 
-def run_fusefs(*args, timeout=60):
+def run_fusefs(*args, timeout=60, env=None):
     return subprocess.run([FUSEFS] + list(args), capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=dict(os.environ, **(env or {})))

@@ -73,7 +73,9 @@ def test_access_counts_recorded_in_lmdb(mounter, ceph, tmp_path):
     count = int.from_bytes(value[8:16], "little")
     last = int.from_bytes(value[16:24], "little")
     read = int.from_bytes(value[24:32], "little")
-    assert count == 3 and abs(time.time() - last) < 60 and read == 9000
+    # opens are all counted; bytes only those the kernel asked the daemon
+    # for (later reads came from the kernel's page cache)
+    assert count == 3 and abs(time.time() - last) < 60 and read == 3000
 
 
 def test_make_install_honours_destdir(tmp_path):
