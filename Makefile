@@ -19,7 +19,7 @@ endif
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log conf hash htab pathmap ns recfmt meta stats policy cache fetch \
           s3sign s3list
-SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr fs
+SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report fs
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))

@@ -25,6 +25,9 @@ struct fs_deps {
 	struct cache *cache;
 	struct fetcher *fetch;
 	struct stats *st;
+	/* on_ready() - called once the mount answers (e.g. systemd notify) */
+	void (*on_ready)(void *arg);
+	void *ready_arg;
 };
 
 /*

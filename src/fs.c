@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "report.h"
 #include "log.h"
 
 #define XATTR_STATS	"user.fusefs.stats"
@@ -364,36 +365,6 @@ static void reply_xattr(fuse_req_t req, const char *val, size_t len,
 		fuse_reply_buf(req, val, len);
 }
 
-static char *stats_text(struct fs *fs, size_t *len)
-{
-	const struct ns_stats *s;
-	uint64_t used, limit, files, skipped = 0;
-	char *text = NULL;
-	FILE *f = open_memstream(&text, len);
-	int k;
-
-	if (!f)
-		return NULL;
-	stats_print(fs->d->st, f);
-	cache_usage(fs->d->cache, &used, &limit, &files);
-	fprintf(f, "cache_bytes_used %" PRIu64 "\ncache_bytes_limit %" PRIu64
-		"\ncache_files %" PRIu64 "\n", used, limit, files);
-	s = ns_stats(nsmgr_rdlock(fs->d->nm));
-	for (k = PM_BAD_EMPTY; k < PM_NKINDS; k++)
-		skipped += s->skipped[k];
-	fprintf(f, "ns_files %" PRIu64 "\nns_dirs %" PRIu64 "\nns_bytes %"
-		PRIu64 "\nns_skipped %" PRIu64 "\nns_shadowed %" PRIu64
-		"\nns_non_utf8 %" PRIu64 "\nns_collisions %" PRIu64 "\n",
-		s->files, s->dirs, s->bytes, skipped, s->shadowed, s->non_utf8,
-		s->collisions);
-	for (k = PM_BAD_EMPTY; k < PM_NKINDS; k++)
-		fprintf(f, "ns_skipped_%s %" PRIu64 "\n", pathmap_kind_name(k),
-			s->skipped[k]);
-	nsmgr_unlock(fs->d->nm);
-	fclose(f);
-	return text;
-}
-
 static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)
 {
@@ -405,7 +376,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	if (ino == NS_ROOT_INO && !strcmp(name, XATTR_STATS)) {
 		size_t tlen;
-		char *t = stats_text(fs, &tlen);
+		char *t = report_text(fs->d->st, fs->d->cache, fs->d->nm, &tlen);
 
 		if (!t) {
 			fuse_reply_err(req, ENOMEM);
@@ -606,6 +577,8 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 		close(ready_fd);
 		log_detach();	/* the starting command has exited */
 	}
+	if (d->on_ready)
+		d->on_ready(d->ready_arg);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, cf->max_threads);
