@@ -9,7 +9,7 @@ CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
            $(shell pkg-config --cflags $(PKGS)) $(EXTRA_CFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS)) -llmdb -lrados -pthread
+LDLIBS  += $(shell pkg-config --libs $(PKGS)) -llmdb -lrados -lm -pthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined

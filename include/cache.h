@@ -62,9 +62,7 @@ struct centry {
 	int busy;		/* I/O in progress without an open handle */
 	bool stale;		/* replaced by a newer version, out of table */
 	int fd, dfd;		/* data file: buffered, O_DIRECT (-1: closed) */
-	struct policy_node pn;
-	uint64_t heat_bytes;
-	bool heat_dirty;
+	struct policy_node *pn;	/* heat and eviction order, owned by policy */
 	/* fetch.c's, under the same lock */
 	struct inflight *inflight;
 	struct chunkbuf *hot;	/* the last chunk read, kept in memory */
@@ -135,6 +133,16 @@ void chunkbuf_put(struct chunkbuf *cb);
 
 /* cache_file_bytes() - bytes of file @fid held in the cache */
 uint64_t cache_file_bytes(struct cache *c, uint64_t fid);
+/* cache_pin() - pin or unpin file @fid (pinned files are never evicted) */
+int cache_pin(struct cache *c, uint64_t fid, bool pin);
+/* cache_evict_file() - drop @fid's cached bytes now; -EBUSY if open */
+int cache_evict_file(struct cache *c, uint64_t fid);
+/* cache_set_next_use() - give the policy the future (lists.h) */
+void cache_set_next_use(struct cache *c,
+			uint64_t (*fn)(void *arg, uint64_t fid), void *arg);
+/* cache_heat_each() - @fn for every file with heat, locked; stops on != 0 */
+int cache_heat_each(struct cache *c, int (*fn)(void *arg,
+		    const struct policy_node *n, bool cached), void *arg);
 /* cache_usage() - bytes used and the limit, files cached */
 void cache_usage(struct cache *c, uint64_t *used, uint64_t *limit,
 		 uint64_t *files);

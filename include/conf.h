@@ -50,6 +50,8 @@ struct fusefs_conf {
 	unsigned connect_timeout_s;
 	unsigned max_threads;	/* FUSE worker threads */
 	enum read_mode read_mode;
+	char *evict;		/* policy: lru, heat, auto */
+	unsigned heat_half_life_s;
 	int log_level;
 	bool log_syslog;
 };

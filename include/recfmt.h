@@ -11,6 +11,7 @@
 #ifndef FUSEFS_RECFMT_H
 #define FUSEFS_RECFMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,13 +36,15 @@ struct heat_rec {		/* heat: fid -> access history */
 	uint64_t count;		/* opens */
 	int64_t last;		/* last access, unix seconds */
 	uint64_t bytes;		/* bytes read through the mount */
+	double score;		/* decayed heat as of last */
+	bool pinned;
 };
 
 #define FID_KEY_LEN	8
 #define CHUNK_KEY_LEN	12
 #define FILE_REC_MAX	(24 + NS_VERSION_MAX)
 #define CHUNK_REC_LEN	24
-#define HEAT_REC_LEN	32
+#define HEAT_REC_LEN	40
 #define ATTR_REC_MAX	(32 + NS_VERSION_MAX)
 
 void fid_key(uint8_t out[FID_KEY_LEN], uint64_t fid);

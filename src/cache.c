@@ -139,8 +139,8 @@ static struct centry *centry_new(struct cache *c, uint64_t fid,
 	ce->size = size;
 	ce->mtime = mtime;
 	ce->fd = ce->dfd = -1;
-	ce->pn.prev = ce->pn.next = &ce->pn;
-	if (!ce->key || set_chunks(c, ce)) {
+	ce->pn = policy_node(&c->pol, fid);
+	if (!ce->key || !ce->pn || set_chunks(c, ce)) {
 		free(ce->key);
 		free(ce->state);
 		free(ce->sum);
@@ -213,38 +213,108 @@ static void drop_data_locked(struct cache *c, struct centry *ce)
 
 static void forget_locked(struct cache *c, struct centry *ce)
 {
-	c->pol.ops->del(&c->pol, &ce->pn);
+	c->pol.ops->del(&c->pol, ce->pn);
 	htab_del(&c->tab, ce->fid);
 	c->files--;
 }
 
-/* make room for @need more bytes; never evicts @self.  -ENOSPC */
+static bool evictable(struct policy_node *pn, void *arg)
+{
+	struct cache *c = arg;
+	struct centry *v = htab_get(&c->tab, pn->fid);
+
+	return v && !v->opens && !v->busy && v->used;
+}
+
+static void evict_locked(struct cache *c, struct centry *v)
+{
+	stat_inc(c->st, evictions);
+	stat_add(c->st, evicted_bytes, v->used);
+	log_dbg("evict %s (%" PRIu64 " bytes)", v->key, v->used);
+	drop_data_locked(c, v);
+	forget_locked(c, v);
+	centry_free(v);
+}
+
+/*
+ * Make room for @need more bytes for @self (NULL: just get under the
+ * limit), evicting what the policy offers.  -ENOSPC if the policy would
+ * rather keep what is there (admission control) or nothing can go.
+ */
 static int reserve_locked(struct cache *c, uint64_t need,
 			  const struct centry *self)
 {
-	struct policy_node *pn, *next;
-
 	if (need > c->limit)
 		return -ENOSPC;
-	pn = c->pol.ops->first(&c->pol);
-	while (c->used + c->reserved + need > c->limit && pn) {
-		struct centry *v = container_of(pn, struct centry, pn);
+	while (c->used + c->reserved + need > c->limit) {
+		struct policy_node *pn;
 
-		next = c->pol.ops->next(&c->pol, pn);
-		if (v != self && !v->opens && !v->busy && v->used) {
-			stat_inc(c->st, evictions);
-			stat_add(c->st, evicted_bytes, v->used);
-			log_dbg("evict %s (%" PRIu64 " bytes)", v->key, v->used);
-			drop_data_locked(c, v);
-			forget_locked(c, v);
-			centry_free(v);
-		}
-		pn = next;
+		pn = c->pol.ops->victim(&c->pol, self ? self->pn : NULL,
+					evictable, c, now_s());
+		if (!pn)
+			return -ENOSPC;
+		evict_locked(c, htab_get(&c->tab, pn->fid));
 	}
-	if (c->used + c->reserved + need > c->limit)
-		return -ENOSPC;
 	c->reserved += need;
 	return 0;
+}
+
+int cache_pin(struct cache *c, uint64_t fid, bool pin)
+{
+	struct policy_node *pn;
+
+	cache_lock(c);
+	pn = policy_node(&c->pol, fid);
+	if (pn) {
+		pn->pinned = pin;
+		pn->dirty = true;
+	}
+	cache_unlock(c);
+	return pn ? 0 : -ENOMEM;
+}
+
+int cache_evict_file(struct cache *c, uint64_t fid)
+{
+	struct centry *v;
+	int rc = 0;
+
+	cache_lock(c);
+	v = htab_get(&c->tab, fid);
+	if (v && (v->opens || v->busy))
+		rc = -EBUSY;
+	else if (v)
+		evict_locked(c, v);
+	cache_unlock(c);
+	return rc;
+}
+
+void cache_set_next_use(struct cache *c,
+			uint64_t (*fn)(void *arg, uint64_t fid), void *arg)
+{
+	cache_lock(c);
+	c->pol.next_use = fn;
+	c->pol.next_use_arg = arg;
+	cache_unlock(c);
+}
+
+int cache_heat_each(struct cache *c, int (*fn)(void *arg,
+		    const struct policy_node *n, bool cached), void *arg)
+{
+	size_t i;
+	int rc = 0;
+
+	cache_lock(c);
+	for (i = 0; i < c->pol.nodes.cap && !rc; i++) {
+		struct policy_node *n = c->pol.nodes.slot[i];
+		struct centry *ce;
+
+		if (!n)
+			continue;
+		ce = htab_get(&c->tab, n->fid);
+		rc = fn(arg, n, ce && ce->used);
+	}
+	cache_unlock(c);
+	return rc;
 }
 
 struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
@@ -280,7 +350,7 @@ struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
 			return NULL;
 		}
 		c->files++;
-		c->pol.ops->add(&c->pol, &ce->pn);
+		c->pol.ops->add(&c->pol, ce->pn);
 		fr.size = ce->size;
 		fr.mtime = ce->mtime;
 		fr.chunk_size = c->chunk_size;
@@ -296,8 +366,7 @@ struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
 		return NULL;
 	}
 	ce->opens++;
-	c->pol.ops->touch(&c->pol, &ce->pn, now_s());
-	ce->heat_dirty = true;
+	c->pol.ops->touch(&c->pol, ce->pn, now_s());
 	cache_unlock(c);
 	return ce;
 }
@@ -476,8 +545,8 @@ int cache_read_fd(const struct centry *ce)
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes)
 {
 	cache_lock(c);
-	ce->heat_bytes += bytes;
-	ce->heat_dirty = true;
+	ce->pn->bytes += bytes;
+	ce->pn->dirty = true;
 	cache_unlock(c);
 }
 
@@ -543,13 +612,17 @@ static int load_chunk(void *arg, uint64_t fid, uint32_t n,
 static int load_heat(void *arg, uint64_t fid, const struct heat_rec *r)
 {
 	struct cache *c = arg;
-	struct centry *ce = htab_get(&c->tab, fid);
+	struct policy_node *n = policy_node(&c->pol, fid);
 
-	if (ce) {
-		ce->pn.last = r->last;
-		ce->pn.count = r->count;
-		ce->heat_bytes = r->bytes;
-	}
+	if (!n)
+		return -ENOMEM;
+	n->last = r->last;
+	n->count = r->count;
+	n->bytes = r->bytes;
+	n->score = r->score;
+	n->score_at = r->last;
+	n->prior = r->score;
+	n->pinned = r->pinned;
 	return 0;
 }
 
@@ -605,29 +678,38 @@ static void sweep_orphans(struct cache *c)
 	}
 }
 
+/* queue the heat of every file that changed; locked */
+static void flush_heat_locked(struct cache *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->pol.nodes.cap; i++) {
+		struct policy_node *n = c->pol.nodes.slot[i];
+		struct heat_rec h;
+
+		if (!n || !n->dirty)
+			continue;
+		h.count = n->count;
+		h.last = n->last;
+		h.bytes = n->bytes;
+		h.score = policy_heat(&c->pol, n, n->last);
+		h.pinned = n->pinned;
+		meta_q_heat(c->meta, n->fid, &h);
+		n->dirty = false;
+	}
+}
+
 static void *heat_main(void *arg)
 {
 	struct cache *c = arg;
 	struct timespec ts;
-	size_t i;
 
 	cache_lock(c);
 	while (!c->stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += HEAT_FLUSH_S;
 		pthread_cond_timedwait(&c->heat_cond, &c->lock, &ts);
-		for (i = 0; i < c->tab.cap; i++) {
-			struct centry *ce = c->tab.slot[i];
-			struct heat_rec h;
-
-			if (!ce || !ce->heat_dirty)
-				continue;
-			h.count = ce->pn.count;
-			h.last = ce->pn.last;
-			h.bytes = ce->heat_bytes;
-			meta_q_heat(c->meta, ce->fid, &h);
-			ce->heat_dirty = false;
-		}
+		flush_heat_locked(c);
 	}
 	cache_unlock(c);
 	return NULL;
@@ -684,7 +766,11 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->heat_cond, NULL);
 	htab_init(&c->tab, ce_key);
-	policy_init(&c->pol, "lru");
+	rc = policy_init(&c->pol, cf->evict, cf->heat_half_life_s);
+	if (rc) {
+		fprintf(stderr, "fusefs: unknown eviction policy '%s'\n", cf->evict);
+		goto out_free;
+	}
 	rc = lock_dir(c);
 	if (rc)
 		goto out_free;
@@ -709,7 +795,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	}
 	for (i = 0; i < c->tab.cap; i++)
 		if (c->tab.slot[i])
-			c->pol.ops->add(&c->pol, &((struct centry *)c->tab.slot[i])->pn);
+			c->pol.ops->add(&c->pol, ((struct centry *)c->tab.slot[i])->pn);
 	sweep_orphans(c);
 	cache_lock(c);
 	if (c->used > c->limit) {
@@ -748,22 +834,17 @@ void cache_close(struct cache *c)
 	pthread_cond_signal(&c->heat_cond);
 	cache_unlock(c);
 	pthread_join(c->heat_thread, NULL);
+	flush_heat_locked(c);
 	for (i = 0; i < c->tab.cap; i++) {
 		struct centry *ce = c->tab.slot[i];
-		struct heat_rec h;
 
 		if (!ce)
 			continue;
-		if (ce->heat_dirty) {
-			h.count = ce->pn.count;
-			h.last = ce->pn.last;
-			h.bytes = ce->heat_bytes;
-			meta_q_heat(c->meta, ce->fid, &h);
-		}
 		close_files_locked(ce);
 		centry_free(ce);
 	}
 	htab_release(&c->tab);
+	policy_release(&c->pol);
 	close(c->lock_fd);
 	free(c->dir);
 	free(c);

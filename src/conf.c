@@ -81,6 +81,10 @@ static const struct opt opts[] = {
 	  "N       FUSE worker threads (default 32)" },
 	{ "read-mode", OPT_SPECIAL, 0, 0, 0,
 	  "MODE      cache hits: direct, buffered or splice (default direct)" },
+	{ "evict", OPT_STR, O(evict), 0, 0,
+	  "POLICY        auto (epoch lists, else heat), heat or lru (default auto)" },
+	{ "heat-half-life", OPT_UINT, O(heat_half_life_s), 1, 0xffffffffU,
+	  "SECONDS heat decays by half in this time (default 604800)" },
 	{ "log-level", OPT_SPECIAL, 0, 0, 0,
 	  "LEVEL     error, warn, info, debug (default info)" },
 	{ "syslog", OPT_FLAG, O(log_syslog), 0, 0,
@@ -104,6 +108,8 @@ void conf_init(struct fusefs_conf *cf)
 	cf->connect_timeout_s = 15;
 	cf->max_threads = 32;
 	cf->read_mode = READ_DIRECT;
+	cf->evict = strdup("auto");
+	cf->heat_half_life_s = 7 * 86400;
 	cf->log_level = LOG_INFO;
 }
 

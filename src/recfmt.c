@@ -127,11 +127,16 @@ int chunk_rec_decode(const uint8_t *p, size_t len, struct chunk_rec *r)
 
 size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r)
 {
+	uint64_t bits;
+
+	memcpy(&bits, &r->score, sizeof(bits));
 	out[0] = RECFMT_V1;
 	memset(out + 1, 0, 7);
+	out[1] = r->pinned;
 	put_le(out + 8, r->count, 8);
 	put_le(out + 16, (uint64_t)r->last, 8);
 	put_le(out + 24, r->bytes, 8);
+	put_le(out + 32, bits, 8);
 	return HEAT_REC_LEN;
 }
 
@@ -139,9 +144,14 @@ int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r)
 {
 	if (len != HEAT_REC_LEN || p[0] != RECFMT_V1)
 		return -EINVAL;
+	uint64_t bits;
+
+	r->pinned = p[1] & 1;
 	r->count = get_le(p + 8, 8);
 	r->last = (int64_t)get_le(p + 16, 8);
 	r->bytes = get_le(p + 24, 8);
+	bits = get_le(p + 32, 8);
+	memcpy(&r->score, &bits, sizeof(bits));
 	return 0;
 }
 

@@ -370,6 +370,10 @@ static void test_size_bound(void)
 	int i, over = 0;
 
 	env_init(&e, 4 * CS, 0, READ_DIRECT);
+	env_stop(&e);			/* LRU: always admits, must evict */
+	free(e.cf.evict);
+	e.cf.evict = strdup("lru");
+	env_start(&e);
 	for (i = 0; i < 6; i++) {
 		char key[16];
 		struct centry *ce;
