@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 liburing libxxhash libcurl libxml-2.0 inih
+PKGS    = fuse3 liburing libxxhash libcurl libxml-2.0 inih libmicrohttpd
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -18,8 +18,9 @@ endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log conf hash htab pathmap ns recfmt meta stats policy cache fetch \
-          s3sign s3list
-SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report fs
+          s3sign s3list lists
+SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs \
+          cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -31,7 +32,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BIN): $(BUILD)/fusefs/main.o $(OBJS)
+$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

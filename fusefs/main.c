@@ -3,6 +3,7 @@
  * main.c - the fusefs command: argument parsing and wiring only.
  *
  *   fusefs mount SOURCE MOUNTPOINT [OPTIONS]
+ *   fusefs mount --config FILE [OPTIONS]      (systemd: fusefs@NAME.service)
  *   fusefs SOURCE MOUNTPOINT [-o OPTIONS]      (mount.fuse3, fstab)
  *   fusefs stats MOUNTPOINT
  *   fusefs umount [-z] MOUNTPOINT
@@ -15,18 +16,26 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "client.h"
 #include "cache.h"
+#include "cfgfile.h"
 #include "conf.h"
 #include "fetch.h"
 #include "fs.h"
 #include "log.h"
 #include "meta.h"
+#include "metrics.h"
+#include "notify.h"
 #include "nsmgr.h"
+#include "ctl.h"
+#include "lists.h"
+#include "prefetch.h"
 #include "stats.h"
 
 #define EXIT_USAGE	2
@@ -36,9 +45,15 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fusefs mount SOURCE MOUNTPOINT --cache-dir DIR [OPTIONS]\n"
+		"       fusefs mount --config /etc/fusefs/NAME.conf [OPTIONS]\n"
 		"       fusefs SOURCE MOUNTPOINT -o cache_dir=DIR[,OPTIONS]\n"
 		"       fusefs stats MOUNTPOINT\n"
 		"       fusefs umount [-z] MOUNTPOINT\n"
+		"       fusefs prefetch MOUNTPOINT --list FILE|- [--name NAME] [--wait]\n"
+		"       fusefs status MOUNTPOINT\n"
+		"       fusefs pin|unpin|evict PATH...\n"
+		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"
+		"       fusefs warm MOUNTPOINT --from hot.tsv\n"
 		"       fusefs --version\n"
 		"SOURCE is rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX] (with --endpoint).\n"
 		"Options:\n"
@@ -48,11 +63,66 @@ static void usage(FILE *f)
 	conf_usage(f);
 }
 
+/* "a=1,config=FILE,b" -> "FILE,b" (the last one), or NULL */
+static const char *o_config(const char *list)
+{
+	const char *t = list, *v = NULL;
+
+	while (t) {
+		if (!strncmp(t, "config=", 7))
+			v = t + 7;
+		t = strchr(t, ',');
+		if (t)
+			t++;
+	}
+	return v;
+}
+
+/* the last --config FILE, --config=FILE or -o config=FILE; malloc'ed */
+static char *config_arg(int argc, char **argv)
+{
+	char *found = NULL;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		size_t n = 0;
+
+		if (!strcmp(a, "--config") && i + 1 < argc) {
+			v = argv[++i];
+			n = strlen(v);
+		} else if (!strncmp(a, "--config=", 9)) {
+			v = a + 9;
+			n = strlen(v);
+		} else if (!strcmp(a, "-o") && i + 1 < argc) {
+			v = o_config(argv[++i]);
+			n = v ? strcspn(v, ",") : 0;
+		} else if (!strncmp(a, "--", 2) && !strchr(a, '=') &&
+			   conf_takes_value(a + 2) > 0) {
+			i++;		/* that option's value */
+		}
+		if (v) {
+			free(found);
+			found = strndup(v, n);
+		}
+	}
+	return found;
+}
+
 static int parse_mount_args(struct fusefs_conf *cf, int argc, char **argv)
 {
 	char passthru[512] = "";
+	char *config = config_arg(argc, argv);
 	int i, npos = 0;
 
+	/* the file first, so that the command line overrides it */
+	if (config) {
+		int rc = cfgfile_load(cf, config);
+
+		free(config);
+		if (rc)
+			return rc;
+	}
 	for (i = 0; i < argc; i++) {
 		char *a = argv[i];
 
@@ -101,9 +171,11 @@ static int parse_mount_args(struct fusefs_conf *cf, int argc, char **argv)
 			fprintf(stderr, "fusefs: unknown option %s\n", a);
 			return -EINVAL;
 		} else if (npos == 0) {
+			free(cf->source);	/* from a config file */
 			cf->source = strdup(a);
 			npos++;
 		} else if (npos == 1) {
+			free(cf->mountpoint);
 			cf->mountpoint = strdup(a);
 			npos++;
 		} else {
@@ -168,6 +240,71 @@ static int check_index(struct meta *m, const struct fusefs_conf *cf)
 	return 0;
 }
 
+/* "http://key:secret@host" would put the secret in every log line */
+static bool has_userinfo(const char *url)
+{
+	const char *host = strstr(url, "://");
+
+	host = host ? host + 3 : url;
+	return memchr(host, '@', strcspn(host, "/?#")) != NULL;
+}
+
+/* service options refused before going to the background (exit 2) */
+static int check_service_opts(const struct fusefs_conf *cf)
+{
+	const char *ep = cf->s3_endpoint ? cf->s3_endpoint : getenv("AWS_ENDPOINT_URL");
+
+	if (cf->metrics_addr && metrics_check_addr(cf->metrics_addr))
+		return -EINVAL;
+	if (cf->log_file && cf->log_syslog) {
+		fprintf(stderr, "fusefs: --log-file and --syslog exclude each other\n");
+		return -EINVAL;
+	}
+	if (ep && has_userinfo(ep)) {
+		fprintf(stderr, "fusefs: the S3 endpoint must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * A daemon that died left its mount behind: every access fails with
+ * ENOTCONN.  Detach it, so that a restart (systemd Restart=on-failure)
+ * can mount again.  A live mount is never touched.
+ */
+static void clear_dead_mount(const char *mnt)
+{
+	pid_t pid;
+
+	fprintf(stderr, "fusefs: %s is a dead FUSE mount (its daemon died): detaching it\n",
+		mnt);
+	if (geteuid() == 0) {
+		umount2(mnt, MNT_DETACH);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-uz", mnt, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/* fs_deps.on_ready: tell systemd (Type=notify) once the mount answers */
+static void report_ready(void *arg)
+{
+	const struct fusefs_conf *cf = arg;
+	char status[2 * 4096 + 32];
+	int rc;
+
+	snprintf(status, sizeof(status), "serving %s on %s", cf->source,
+		 cf->mountpoint);
+	rc = notify_ready_when_served(cf->mountpoint, status);
+	if (rc)
+		log_warn("cannot report readiness: %s", strerror(-rc));
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	struct fusefs_conf cf;
@@ -177,9 +314,14 @@ static int cmd_mount(int argc, char **argv)
 	struct nsmgr *nm = NULL;
 	struct cache *cache = NULL;
 	struct fetcher *fetch = NULL;
+	struct metrics *metrics = NULL;
+	struct lists *lists = NULL;
+	struct prefetcher *pf = NULL;
+	struct ctl *ctl = NULL;
 	struct fs_deps deps;
 	char path[4096];
 	struct stat sb;
+	struct statfs sfs;
 	int ready_fd = -1, rc;
 
 	conf_init(&cf);
@@ -188,10 +330,12 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
-	if (backend_check_source(cf.source)) {
+	if (backend_check_source(cf.source) || check_service_opts(&cf)) {
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
+	if (statfs(cf.mountpoint, &sfs) && errno == ENOTCONN)
+		clear_dead_mount(cf.mountpoint);	/* stat() may be cached */
 	if (stat(cf.mountpoint, &sb) || !S_ISDIR(sb.st_mode)) {
 		fprintf(stderr, "fusefs: mount point %s is not a directory\n",
 			cf.mountpoint);
@@ -206,6 +350,12 @@ static int cmd_mount(int argc, char **argv)
 	}
 	log_level = cf.log_level;
 	log_open("fusefs", cf.log_syslog);
+	if (cf.log_file && (rc = log_open_file(cf.log_file))) {
+		fprintf(stderr, "fusefs: cannot open log file %s: %s\n",
+			cf.log_file, strerror(-rc));
+		conf_release(&cf);
+		return 1;
+	}
 	/* librados starts threads: fork before anything else */
 	if (!cf.foreground && daemonize(&ready_fd)) {
 		fprintf(stderr, "fusefs: cannot go to the background\n");
@@ -221,6 +371,7 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	if (cache_open(&cache, &cf, meta, &st))
 		goto out;
+	notify_sendf("STATUS=connecting to %s", cf.source);
 	if (backend_open(&be, &cf))
 		goto out;
 	if (nsmgr_open(&nm, be, meta, &cf, &st))
@@ -228,11 +379,32 @@ static int cmd_mount(int argc, char **argv)
 	if (fetch_create(&fetch, cache, be, &cf, &st))
 		goto out;
 	fetch_on_stale(fetch, (void (*)(void *, uint64_t))nsmgr_force_check, nm);
-	deps = (struct fs_deps){ .cf = &cf, .nm = nm, .cache = cache,
+	lists = lists_create();
+	if (!lists || prefetch_create(&pf, lists, nm, cache, fetch))
+		goto out;
+	ctl = ctl_create(&(struct ctl_deps){ .st = &st, .cache = cache,
+		.nm = nm, .lists = lists, .pf = pf });
+	if (!ctl)
+		goto out;
+	if (cf.rewarm)
+		ctl_rewarm(ctl, cf.rewarm);
+	if (cf.metrics_addr &&
+	    metrics_start(&metrics, cf.metrics_addr, &st, cache, nm))
+		goto out;
+	deps = (struct fs_deps){ .cf = &cf, .nm = nm, .cache = cache, .ctl = ctl,
 				 .fetch = fetch, .st = &st };
+	deps.on_ready = report_ready;
+	deps.ready_arg = &cf;
 	rc = fs_run(&deps, ready_fd) ? 1 : 0;
+	/* fuse_remove_signal_handlers() reset SIGPIPE to its default */
+	signal(SIGPIPE, SIG_IGN);
+	notify_send("STOPPING=1\nSTATUS=unmounted, saving the cache index");
 out:
+	metrics_stop(metrics);
+	prefetch_destroy(pf);
 	fetch_destroy(fetch);
+	ctl_destroy(ctl);
+	lists_destroy(lists);
 	cache_close(cache);
 	nsmgr_close(nm);
 	backend_close(be);
@@ -317,6 +489,17 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "stats"))
 		return cmd_stats(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "prefetch"))
+		return cmd_prefetch(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "status"))
+		return cmd_status(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "pin") || !strcmp(argv[1], "unpin") ||
+	    !strcmp(argv[1], "evict"))
+		return cmd_pin(argc - 2, argv + 2, argv[1]);
+	if (!strcmp(argv[1], "heat"))
+		return cmd_heat(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "warm"))
+		return cmd_warm(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "umount") || !strcmp(argv[1], "unmount"))
 		return cmd_umount(argc - 2, argv + 2);
 	if (strstr(argv[1], "://"))

@@ -21,6 +21,14 @@
  * written only after its space was reserved, evicting whole files the
  * policy offers that are neither open nor busy.  Bytes are counted in
  * 4 KiB blocks.
+ *
+ * With epoch lists (policy "auto" and a next_use source) the space is
+ * split: files are KEPT (a stable set, up to limit - window, replaced
+ * only by Belady on demand misses) or STREAMED (prefetched into the
+ * window just ahead of the reader and the first to go once read; a
+ * streamed file only ever displaces another streamed file needed later).
+ * Prefetching then never evicts a kept file that would be a hit later,
+ * and backend traffic per shuffled epoch stays near dataset - cache.
  */
 #ifndef FUSEFS_CACHE_H
 #define FUSEFS_CACHE_H
@@ -93,6 +101,26 @@ uint32_t cache_chunk_len(const struct cache *c, const struct centry *ce,
  */
 struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
 			    const struct ns_attr *a, bool *changed);
+/*
+ * cache_hold() - like cache_attach() for a file nobody opened (prefetch):
+ * a busy reference instead of an open, and no access is counted.  Drop
+ * it with cache_busy_put().  NULL on ENOMEM.
+ */
+struct centry *cache_hold(struct cache *c, uint64_t fid, const char *key,
+			  const struct ns_attr *a);
+/*
+ * cache_admits() - would the policy make room for @need more bytes of
+ * @ce now (free space, or a victim it prefers to give up)?  Nothing is
+ * evicted or reserved: a check before fetching ahead.
+ */
+bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
+		  bool prefetch);
+/* cache_free() - bytes under the limit not used or reserved */
+uint64_t cache_free(struct cache *c);
+/* cache_is_complete() - every chunk of @ce is on disk */
+bool cache_is_complete(struct cache *c, const struct centry *ce);
+/* cache_missing_locked() - chunks of @ce neither cached nor in flight */
+uint32_t cache_missing_locked(const struct centry *ce);
 /* cache_detach() - drop the open taken by cache_attach(). */
 void cache_detach(struct cache *c, struct centry *ce);
 /* busy references: keep an entry's files open without an open handle */
@@ -106,7 +134,7 @@ void cache_busy_put(struct cache *c, struct centry *ce);
  * Return: 0 stored, -ENOSPC no room (nothing written), -errno.
  */
 int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
-		      const struct chunkbuf *cb, uint64_t sum);
+		      const struct chunkbuf *cb, uint64_t sum, bool prefetch);
 /*
  * cache_verify_chunk() - read UNVERIFIED chunk @n into @cb and check its
  * checksum; mark it PRESENT, or drop it (ABSENT, index record removed)

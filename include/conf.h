@@ -52,8 +52,12 @@ struct fusefs_conf {
 	enum read_mode read_mode;
 	char *evict;		/* policy: lru, heat, auto */
 	unsigned heat_half_life_s;
+	unsigned rewarm;	/* at mount, prefetch this many hottest files */
 	int log_level;
 	bool log_syslog;
+	char *log_file;		/* append here; reopened on SIGHUP */
+	char *config_file;	/* INI file applied before the command line */
+	char *metrics_addr;	/* IP:PORT of GET /metrics; NULL = off */
 };
 
 /* conf_init() - fill @cf with defaults (strings NULL). */

@@ -6,7 +6,7 @@
  *   2. otherwise AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY
  *      (+ AWS_SESSION_TOKEN) from the environment;
  *   3. otherwise the default file, profile $AWS_PROFILE or "default".
- * The INI file is parsed by inih (the only file that includes it).
+ * The INI file is read with cfgfile_each() (inih).
  * Secrets are never logged; only where they came from is.
  */
 #ifndef FUSEFS_CREDS_H

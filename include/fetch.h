@@ -61,4 +61,18 @@ void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg);
 
+/*
+ * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at
+ * low priority: only while fewer than half of max_inflight prefetches
+ * and fewer than max_inflight reads in all are in flight, so demand
+ * misses always find room.  Return: 1 started, 0 nothing to do (present,
+ * in flight, past the end), -EBUSY no room now, -ENOMEM.
+ */
+int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n);
+/* fetch_prefetching() - prefetch reads in flight */
+unsigned fetch_prefetching(struct fetcher *f);
+/* fetch_on_prefetch_done() - @fn(arg, stored) after each prefetched chunk */
+void fetch_on_prefetch_done(struct fetcher *f,
+			    void (*fn)(void *arg, bool stored), void *arg);
+
 #endif

@@ -15,6 +15,7 @@
 
 #include "cache.h"
 #include "conf.h"
+#include "ctl.h"
 #include "fetch.h"
 #include "nsmgr.h"
 #include "stats.h"
@@ -25,6 +26,7 @@ struct fs_deps {
 	struct cache *cache;
 	struct fetcher *fetch;
 	struct stats *st;
+	struct ctl *ctl;		/* control files under .fusefs/ */
 	/* on_ready() - called once the mount answers (e.g. systemd notify) */
 	void (*on_ready)(void *arg);
 	void *ready_arg;

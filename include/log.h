@@ -17,6 +17,25 @@ extern int log_level;		/* LOG_ERR .. LOG_DEBUG; default LOG_INFO */
 
 /* log_open() - choose the sink; @use_syslog false means stderr. */
 void log_open(const char *ident, bool use_syslog);
+/*
+ * log_open_file() - write every line, with a timestamp, to @path
+ * (appended, created 0640) instead of stderr or syslog, also after
+ * log_detach().  Return: 0 or -errno (nothing changed).
+ */
+int log_open_file(const char *path);
+/*
+ * log_reopen() - reopen the log file by its name (after logrotate moved
+ * it); lines being written meanwhile go whole to the old or the new
+ * file.  0 if there is no log file.  Return: 0 or -errno (old file kept).
+ */
+int log_reopen(void);
+/*
+ * log_catch_sighup() - make SIGHUP call log_reopen() (on a small thread
+ * of its own; the handler only wakes it) instead of its default action
+ * or libfuse's (which ends the session).  Call it after
+ * fuse_set_signal_handlers().  Return: 0 or -errno.
+ */
+int log_catch_sighup(void);
 /* log_detach() - after going to the background: log to syslog, point
  * stdin/stdout/stderr at /dev/null (nobody reads them any more). */
 void log_detach(void);

@@ -21,6 +21,7 @@
 #include "pathmap.h"
 
 #define NS_ROOT_INO	1
+#define NS_FIRST_INO	0x10000	/* below: reserved (control files) */
 #define NS_VERSION_MAX	48	/* RADOS version or S3 ETag, NUL included */
 
 struct ns_attr {
@@ -77,6 +78,9 @@ const struct ns_node *ns_get(const struct ns *ns, uint64_t ino);
 /* ns_lookup() - child @name of directory @parent, or NULL. */
 const struct ns_node *ns_lookup(const struct ns *ns, uint64_t parent,
 				const char *name);
+/* ns_resolve() - the file or directory at @rel (no leading '/'), or NULL */
+const struct ns_node *ns_resolve(const struct ns *ns, const char *rel,
+				 size_t len);
 /* ns_attr_get()/ns_attr_set() - copy file attributes out / in, locked. */
 void ns_attr_get(struct ns *ns, const struct ns_node *n, struct ns_attr *out);
 void ns_attr_set(struct ns *ns, const struct ns_node *n,

@@ -45,6 +45,8 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	int64_t score_at;
 	double prior;		/* heat just before the latest access */
 	bool pinned;
+	bool prefetched;	/* cached ahead of use, not opened since */
+	bool stream;		/* staged for one use (lists), not kept */
 };
 
 struct policy;

@@ -29,7 +29,11 @@
 	X(verified_chunks)	/* cached chunks verified after start */ \
 	X(stale_objects)	/* objects found changed in the backend */ \
 	X(revalidations)	/* version re-checks at open */		\
-	X(listings)		/* full backend listings */
+	X(listings)		/* full backend listings */		\
+	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
+	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
+	X(stall_us)		/* time reads waited for the backend */	\
+	X(lists_published)	/* epoch lists accepted */
 
 struct stats {
 #define X(name) _Atomic uint64_t name;

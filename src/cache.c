@@ -32,6 +32,8 @@ struct cache {
 	int lock_fd;
 	uint32_t chunk_size;
 	uint64_t limit, used, reserved, files;
+	uint64_t used_stream;	/* of used: streamed files */
+	uint64_t window;	/* room kept for streamed files */
 	bool direct;		/* O_DIRECT usable for the data files */
 	pthread_t heat_thread;
 	pthread_cond_t heat_cond;
@@ -205,6 +207,9 @@ static void drop_data_locked(struct cache *c, struct centry *ce)
 	if (unlink(path) && errno != ENOENT)
 		log_warn("cannot remove %s: %s", path, strerror(errno));
 	c->used -= ce->used;
+	if (ce->pn->stream)
+		c->used_stream -= ce->used;
+	ce->pn->stream = false;
 	ce->used = 0;
 	if (ce->nchunks)
 		memset(ce->state, CH_ABSENT, ce->nchunks);
@@ -228,6 +233,8 @@ static bool evictable(struct policy_node *pn, void *arg)
 
 static void evict_locked(struct cache *c, struct centry *v)
 {
+	if (v->pn->prefetched)
+		stat_add(c->st, prefetch_wasted_bytes, v->used);
 	stat_inc(c->st, evictions);
 	stat_add(c->st, evicted_bytes, v->used);
 	log_dbg("evict %s (%" PRIu64 " bytes)", v->key, v->used);
@@ -236,27 +243,74 @@ static void evict_locked(struct cache *c, struct centry *v)
 	centry_free(v);
 }
 
+static bool evictable_stream(struct policy_node *pn, void *arg)
+{
+	return pn->stream && evictable(pn, arg);
+}
+
+static bool evictable_kept(struct policy_node *pn, void *arg)
+{
+	return !pn->stream && evictable(pn, arg);
+}
+
+/* victim choice honours lists (kept/streamed split) when they exist */
+static bool lists_mode(const struct cache *c)
+{
+	return c->pol.next_use && !strcmp(c->pol.ops->name, "auto");
+}
+
 /*
  * Make room for @need more bytes for @self (NULL: just get under the
- * limit), evicting what the policy offers.  -ENOSPC if the policy would
- * rather keep what is there (admission control) or nothing can go.
+ * limit), evicting what the policy offers; with @dry_run only say whether
+ * it could.  -ENOSPC if the policy would rather keep what is there
+ * (admission control) or nothing can go.
  */
-static int reserve_locked(struct cache *c, uint64_t need,
-			  const struct centry *self)
+static int room_locked(struct cache *c, uint64_t need, struct centry *self,
+		       bool prefetch, bool dry_run)
 {
+	bool (*eligible)(struct policy_node *, void *) = evictable;
+	uint64_t bound = c->limit;
+
 	if (need > c->limit)
 		return -ENOSPC;
-	while (c->used + c->reserved + need > c->limit) {
+	if (self && lists_mode(c)) {
+		uint64_t kept = c->used - c->used_stream;
+
+		if (!self->pn->stream && kept + c->reserved + need <=
+		    c->limit - c->window) {
+			bound = c->limit - c->window;	/* room to keep it */
+			if (c->used + c->reserved + need > c->limit)
+				eligible = evictable_stream;
+		} else if (prefetch && (self->pn->stream || !self->used)) {
+			self->pn->stream = true;	/* stage it */
+			eligible = evictable_stream;
+		} else {
+			eligible = evictable_kept;	/* Belady swap */
+		}
+	}
+	while (c->used + c->reserved + need > bound ||
+	       c->used + c->reserved + need > c->limit) {
 		struct policy_node *pn;
 
 		pn = c->pol.ops->victim(&c->pol, self ? self->pn : NULL,
-					evictable, c, now_s());
+					eligible, c, now_s());
 		if (!pn)
 			return -ENOSPC;
+		if (dry_run)
+			return 0;
 		evict_locked(c, htab_get(&c->tab, pn->fid));
+		if (eligible == evictable_stream && bound < c->limit)
+			bound = c->limit;	/* only needed stream room */
 	}
-	c->reserved += need;
+	if (!dry_run)
+		c->reserved += need;
 	return 0;
+}
+
+static int reserve_locked(struct cache *c, uint64_t need, struct centry *self,
+			  bool prefetch)
+{
+	return room_locked(c, need, self, prefetch, false);
 }
 
 int cache_pin(struct cache *c, uint64_t fid, bool pin)
@@ -317,14 +371,15 @@ int cache_heat_each(struct cache *c, int (*fn)(void *arg,
 	return rc;
 }
 
-struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
-			    const struct ns_attr *a, bool *changed)
+/* the entry for @fid at @a->version, replacing another version; locked */
+static struct centry *get_locked(struct cache *c, uint64_t fid,
+				 const char *key, const struct ns_attr *a,
+				 bool *changed, bool open_files)
 {
 	struct centry *ce;
 	struct file_rec fr;
 
 	*changed = false;
-	cache_lock(c);
 	ce = htab_get(&c->tab, fid);
 	if (ce && strcmp(ce->version, a->version)) {
 		*changed = true;
@@ -346,7 +401,6 @@ struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
 		if (!ce || htab_put(&c->tab, ce)) {
 			if (ce)
 				centry_free(ce);
-			cache_unlock(c);
 			return NULL;
 		}
 		c->files++;
@@ -361,14 +415,82 @@ struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
 		free(ce->key);
 		ce->key = strdup(key);
 	}
-	if (open_files_locked(c, ce)) {
-		cache_unlock(c);
+	if (open_files && open_files_locked(c, ce))
 		return NULL;
+	return ce;
+}
+
+struct centry *cache_attach(struct cache *c, uint64_t fid, const char *key,
+			    const struct ns_attr *a, bool *changed)
+{
+	struct centry *ce;
+
+	cache_lock(c);
+	ce = get_locked(c, fid, key, a, changed, true);
+	if (ce) {
+		ce->opens++;
+		c->pol.ops->touch(&c->pol, ce->pn, now_s());
 	}
-	ce->opens++;
-	c->pol.ops->touch(&c->pol, ce->pn, now_s());
 	cache_unlock(c);
 	return ce;
+}
+
+struct centry *cache_hold(struct cache *c, uint64_t fid, const char *key,
+			  const struct ns_attr *a)
+{
+	struct centry *ce;
+	bool changed;
+
+	cache_lock(c);
+	ce = get_locked(c, fid, key, a, &changed, false);
+	if (ce)
+		ce->busy++;
+	cache_unlock(c);
+	return ce;
+}
+
+bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
+		  bool prefetch)
+{
+	bool ok, was = ce->pn->stream;
+
+	cache_lock(c);
+	ok = room_locked(c, need, (struct centry *)ce, prefetch, true) == 0;
+	if (!ce->used)
+		ce->pn->stream = was;	/* a dry run decides nothing */
+	cache_unlock(c);
+	return ok;
+}
+
+uint64_t cache_free(struct cache *c)
+{
+	uint64_t f;
+
+	cache_lock(c);
+	f = c->used + c->reserved < c->limit ? c->limit - c->used - c->reserved : 0;
+	cache_unlock(c);
+	return f;
+}
+
+bool cache_is_complete(struct cache *c, const struct centry *ce)
+{
+	uint32_t n;
+	bool ok = true;
+
+	cache_lock(c);
+	for (n = 0; n < ce->nchunks && ok; n++)
+		ok = ce->state[n] == CH_PRESENT || ce->state[n] == CH_UNVERIFIED;
+	cache_unlock(c);
+	return ok;
+}
+
+uint32_t cache_missing_locked(const struct centry *ce)
+{
+	uint32_t n, missing = 0;
+
+	for (n = 0; n < ce->nchunks; n++)
+		missing += ce->state[n] == CH_ABSENT;
+	return missing;
 }
 
 /* the last reference to @ce went away */
@@ -378,6 +500,8 @@ static void idle_locked(struct cache *c, struct centry *ce)
 		return;
 	if (ce->stale) {
 		c->used -= ce->used;
+		if (ce->pn->stream)
+			c->used_stream -= ce->used;
 		ce->used = 0;
 		{
 			char path[PATH_MAX];
@@ -414,7 +538,7 @@ void cache_busy_put(struct cache *c, struct centry *ce)
 }
 
 int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
-		      const struct chunkbuf *cb, uint64_t sum)
+		      const struct chunkbuf *cb, uint64_t sum, bool prefetch)
 {
 	uint64_t need = blocks(cb->len), off = (uint64_t)n * c->chunk_size;
 	struct chunk_rec rec;
@@ -426,7 +550,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		cache_unlock(c);
 		return -ESTALE;
 	}
-	rc = reserve_locked(c, need, ce);
+	rc = reserve_locked(c, need, ce, prefetch);
 	if (!rc)
 		rc = open_files_locked(c, ce);
 	fd = ce->dfd >= 0 ? ce->dfd : ce->fd;
@@ -450,6 +574,8 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	if (!rc) {
 		c->used += need;
 		ce->used += need;
+		if (ce->pn->stream)
+			c->used_stream += need;
 		ce->sum[n] = sum;
 		rec.len = cb->len;
 		rec.sum = sum;
@@ -505,6 +631,8 @@ int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		ce->state[n] = CH_ABSENT;
 		c->used -= blocks(len);
 		ce->used -= blocks(len);
+		if (ce->pn->stream)
+			c->used_stream -= blocks(len);
 		meta_q_drop_chunk(c->meta, ce->fid, n);
 		stat_inc(c->st, checksum_failures);
 		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
@@ -762,6 +890,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	c->st = st;
 	c->chunk_size = cf->chunk_size;
 	c->limit = cf->cache_size;
+	c->window = MAX(2ULL * cf->chunk_size, cf->cache_size / 32);
 	c->lock_fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->heat_cond, NULL);
@@ -801,7 +930,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	if (c->used > c->limit) {
 		log_info("cache holds %" PRIu64 " bytes, over the %" PRIu64
 			 " limit: evicting", c->used, c->limit);
-		reserve_locked(c, 0, NULL);
+		reserve_locked(c, 0, NULL, false);
 	}
 	cache_unlock(c);
 	log_info("cache %s: %" PRIu64 " files, %" PRIu64 " of %" PRIu64

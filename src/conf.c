@@ -85,10 +85,18 @@ static const struct opt opts[] = {
 	  "POLICY        auto (epoch lists, else heat), heat or lru (default auto)" },
 	{ "heat-half-life", OPT_UINT, O(heat_half_life_s), 1, 0xffffffffU,
 	  "SECONDS heat decays by half in this time (default 604800)" },
+	{ "rewarm", OPT_UINT, O(rewarm), 0, 10000000,
+	  "N            at mount, fetch the N hottest uncached files (default 0)" },
 	{ "log-level", OPT_SPECIAL, 0, 0, 0,
 	  "LEVEL     error, warn, info, debug (default info)" },
 	{ "syslog", OPT_FLAG, O(log_syslog), 0, 0,
 	  "               log to syslog instead of stderr" },
+	{ "log-file", OPT_STR, O(log_file), 0, 0,
+	  "FILE       append log lines to FILE; SIGHUP reopens it" },
+	{ "config", OPT_STR, O(config_file), 0, 0,
+	  "FILE         INI file with a [mount] section; the command line overrides it" },
+	{ "metrics", OPT_STR, O(metrics_addr), 0, 0,
+	  "IP:PORT     Prometheus metrics at http://IP:PORT/metrics (default off)" },
 };
 
 void conf_init(struct fusefs_conf *cf)

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* creds.c - see creds.h */
 #include <errno.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfgfile.h"
 #include "creds.h"
 
 struct want {
@@ -15,12 +15,12 @@ struct want {
 };
 
 static int on_ini(void *user, const char *section, const char *name,
-		  const char *value)
+		  const char *value, int line)
 {
 	struct want *w = user;
 
-	if (strcmp(section, w->profile))
-		return 1;
+	if (!name || strcmp(section, w->profile))
+		return 0;
 	w->found = 1;
 	if (!strcmp(name, "aws_access_key_id"))
 		snprintf(w->out->access, sizeof(w->out->access), "%s", value);
@@ -28,14 +28,14 @@ static int on_ini(void *user, const char *section, const char *name,
 		snprintf(w->out->secret, sizeof(w->out->secret), "%s", value);
 	else if (!strcmp(name, "aws_session_token"))
 		snprintf(w->out->token, sizeof(w->out->token), "%s", value);
-	return 1;
+	return 0;
 }
 
 static int from_file(const char *file, const char *profile,
 		     struct s3_creds *out)
 {
 	struct want w = { profile, out, 0 };
-	int rc = ini_parse(file, on_ini, &w);
+	int rc = cfgfile_each(file, on_ini, &w);
 
 	if (rc < 0) {
 		fprintf(stderr, "fusefs: cannot read credentials file %s\n", file);

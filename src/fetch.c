@@ -33,6 +33,7 @@ struct inflight {
 	unsigned tries;
 	int64_t due_ms;			/* retry time */
 	bool ready;			/* cb holds the chunk */
+	bool prefetch;			/* nobody asked for it yet */
 	struct waiter *waiters;
 	struct inflight *next;		/* in ce->inflight */
 	struct inflight *qnext;		/* completion or retry queue */
@@ -48,6 +49,7 @@ struct preq {
 	uint32_t n0, nn;
 	int nwait;
 	int err;
+	int64_t parked_us;		/* when it started waiting */
 	struct preq *next;		/* ready list */
 	struct chunkbuf *bufs[];	/* nn entries, NULL: read from disk */
 };
@@ -60,6 +62,9 @@ struct fetcher {
 	unsigned readahead, max_inflight, retries;
 	enum read_mode mode;
 	atomic_uint inflight;		/* backend reads outstanding */
+	atomic_uint prefetching;	/* of which prefetches */
+	void (*on_prefetch)(void *arg, bool stored);
+	void *prefetch_arg;
 	void (*on_stale)(void *arg, uint64_t fid);
 	void *stale_arg;
 
@@ -113,12 +118,17 @@ static char *tl_buffer(size_t len)
 	return t->p;
 }
 
-static int64_t now_ms(void)
+static int64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static int64_t now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 static struct inflight *inflight_find_locked(struct centry *ce, uint32_t n)
@@ -309,6 +319,7 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 
 static void preq_finish(struct fetcher *f, struct preq *pr)
 {
+	stat_add(f->st, stall_us, now_us() - pr->parked_us);
 	if (pr->err) {
 		stat_inc(f->st, read_errors);
 		pr->done(pr->arg, pr->err, NULL, 0);
@@ -405,6 +416,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 			pr->len = len;
 			pr->n0 = n0;
 			pr->nn = nn;
+			pr->parked_us = now_us();
 			cache_busy_get_locked(ce);
 		}
 		in = ce->state[n] == CH_FETCHING ? inflight_find_locked(ce, n) : NULL;
@@ -513,8 +525,13 @@ static void inflight_unlink_locked(struct inflight *in, bool stored)
 		}
 }
 
-static void inflight_free(struct fetcher *f, struct inflight *in)
+static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
+	if (in->prefetch) {
+		atomic_fetch_sub(&f->prefetching, 1);
+		if (f->on_prefetch)
+			f->on_prefetch(f->prefetch_arg, stored);
+	}
 	chunkbuf_put(in->cb);
 	cache_busy_put(f->c, in->ce);
 	atomic_fetch_sub(&f->inflight, 1);
@@ -561,7 +578,7 @@ static void complete(struct fetcher *f, struct inflight *in)
 		inflight_unlink_locked(in, false);
 		cache_unlock(f->c);
 		finish_all(f, ready);
-		inflight_free(f, in);
+		inflight_free(f, in, false);
 		return;
 	}
 	stat_inc(f->st, backend_reads);
@@ -579,11 +596,14 @@ static void complete(struct fetcher *f, struct inflight *in)
 	cache_unlock(f->c);
 	finish_all(f, ready);		/* answer first, persist after */
 
-	stored = cache_store_chunk(f->c, ce, in->n, in->cb, sum) == 0;
+	stored = cache_store_chunk(f->c, ce, in->n, in->cb, sum,
+				   in->prefetch) == 0;
 	cache_lock(f->c);
 	inflight_unlink_locked(in, stored);
+	if (stored && in->prefetch && !ce->opens)
+		ce->pn->prefetched = true;
 	cache_unlock(f->c);
-	inflight_free(f, in);
+	inflight_free(f, in, stored);
 }
 
 static void *completion_main(void *arg)
@@ -690,6 +710,44 @@ void fetch_destroy(struct fetcher *f)
 		if (f->threads[i])
 			pthread_join(f->threads[i], NULL);
 	free(f);
+}
+
+int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
+{
+	struct inflight *in;
+
+	if (atomic_load(&f->prefetching) >= MAX(1U, f->max_inflight / 2) ||
+	    atomic_load(&f->inflight) >= f->max_inflight)
+		return -EBUSY;
+	cache_lock(f->c);
+	if (n >= ce->nchunks || ce->stale || ce->state[n] != CH_ABSENT ||
+	    (ce->hot && ce->hot_n == n)) {
+		cache_unlock(f->c);
+		return 0;
+	}
+	in = start_locked(f, ce, n);
+	if (in) {
+		in->prefetch = true;
+		atomic_fetch_add(&f->prefetching, 1);
+	}
+	cache_unlock(f->c);
+	if (!in)
+		return -ENOMEM;
+	stat_inc(f->st, prefetch_chunks);
+	submit(f, in);
+	return 1;
+}
+
+unsigned fetch_prefetching(struct fetcher *f)
+{
+	return atomic_load(&f->prefetching);
+}
+
+void fetch_on_prefetch_done(struct fetcher *f,
+			    void (*fn)(void *arg, bool stored), void *arg)
+{
+	f->on_prefetch = fn;
+	f->prefetch_arg = arg;
 }
 
 void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),

@@ -94,13 +94,281 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 96;
 }
 
+/* ---- control files (.fusefs/, see ctl.h) ---- */
+
+#define CTL_BUF_MAX	(1ULL << 30)	/* largest list accepted */
+
+struct ctlbuf {			/* fh of an open control file */
+	bool writing, committed;
+	char *buf;
+	size_t len, cap;
+};
+
+static bool is_ctl(const struct fs *fs, fuse_ino_t ino)
+{
+	return ctl_kind(fs->d->ctl, ino) != CTL_NONE;
+}
+
+static void ctl_stat(const struct fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	enum ctl_kind k = ctl_kind(fs->d->ctl, ino);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->d->cf->uid;
+	st->st_gid = fs->d->cf->gid;
+	st->st_nlink = 1;
+	st->st_mtim.tv_sec = fs->mounted;
+	if (k == CTL_DIR)
+		st->st_mode = S_IFDIR | 0555;
+	else if (k == CTL_LISTS)
+		st->st_mode = S_IFDIR | 01777;	/* anyone may publish */
+	else if (ctl_is_writable(fs->d->ctl, ino))
+		st->st_mode = S_IFREG | (k == CTL_LIST ? 0666 : 0222);
+	else
+		st->st_mode = S_IFREG | 0444;
+}
+
+static void ctl_entry(const struct fs *fs, fuse_ino_t ino,
+		      struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	e->generation = 1;
+	ctl_stat(fs, ino, &e->attr);
+	/* contents change all the time: never cache them */
+	e->attr_timeout = 0;
+	e->entry_timeout = 0;
+}
+
+static void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct ctlbuf *cb = calloc(1, sizeof(*cb));
+	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+
+	if (!cb) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (ctl_kind(fs->d->ctl, ino) == CTL_DIR ||
+	    ctl_kind(fs->d->ctl, ino) == CTL_LISTS) {
+		free(cb);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (wr && !ctl_is_writable(fs->d->ctl, ino)) {
+		free(cb);
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	cb->writing = wr;
+	if (!wr) {
+		cb->buf = ctl_read(fs->d->ctl, ino, &cb->len);
+		if (!cb->buf) {
+			free(cb);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	fi->fh = (uintptr_t)cb;
+	fi->direct_io = 1;	/* generated text: no page cache, no size */
+	fi->nonseekable = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void ctl_read_buf(fuse_req_t req, struct ctlbuf *cb, size_t size,
+			 off_t off)
+{
+	if (cb->writing || (size_t)off >= cb->len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, cb->buf + off, MIN(size, cb->len - off));
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct ctlbuf *cb = (struct ctlbuf *)(uintptr_t)fi->fh;
+
+	if (!is_ctl(fs_of(req), ino) || !cb->writing) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if ((size_t)off != cb->len) {		/* lists are written in order */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (cb->len + size > CTL_BUF_MAX) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	if (cb->len + size > cb->cap) {
+		size_t cap = MAX(cb->cap * 2, cb->len + size);
+		char *p = realloc(cb->buf, cap);
+
+		if (!p) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		cb->buf = p;
+		cb->cap = cap;
+	}
+	memcpy(cb->buf + cb->len, buf, size);
+	cb->len += size;
+	fuse_reply_write(req, size);
+}
+
+/* a control file is acted on when its writer closes it (flush) */
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct ctlbuf *cb;
+	char *report = NULL;
+	int rc = 0;
+
+	if (!is_ctl(fs, ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	cb = (struct ctlbuf *)(uintptr_t)fi->fh;
+	if (cb->writing && !cb->committed && cb->len) {
+		cb->committed = true;
+		rc = ctl_commit(fs->d->ctl, ino, cb->buf, cb->len, &report);
+		if (report)
+			log_dbg("%s", report);
+		free(report);
+	}
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct ctlbuf *cb;
+	int64_t ino;
+
+	(void)mode;
+	ino = ctl_lookup(fs->d->ctl, parent, name, true);
+	if (ino <= 0 || !ctl_is_writable(fs->d->ctl, ino)) {
+		fuse_reply_err(req, ino < 0 && ino != -ENOENT ? (int)-ino : EROFS);
+		return;
+	}
+	cb = calloc(1, sizeof(*cb));
+	if (!cb) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	cb->writing = true;
+	ctl_entry(fs, ino, &e);
+	fi->fh = (uintptr_t)cb;
+	fi->direct_io = 1;
+	fuse_reply_create(req, &e, fi);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct stat st;
+
+	(void)attr;
+	(void)fi;
+	/* only truncating a control file (O_TRUNC) is allowed */
+	if (!ctl_is_writable(fs->d->ctl, ino) || (to_set & ~FUSE_SET_ATTR_SIZE)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	ctl_stat(fs, ino, &st);
+	fuse_reply_attr(req, &st, 0);
+}
+
+static void fs_erofs_entry(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	(void)mode;
+	fs_erofs_entry(req, parent, name);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	(void)mode;
+	(void)rdev;
+	fs_erofs_entry(req, parent, name);
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	(void)link;
+	fs_erofs_entry(req, parent, name);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	(void)newparent;
+	(void)newname;
+	(void)flags;
+	fs_erofs_entry(req, parent, name);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	(void)ino;
+	fs_erofs_entry(req, newparent, newname);
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	(void)ino;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	const struct ns_node *n;
-	struct ns *ns = nsmgr_rdlock(fs->d->nm);
-	bool parent_ok = ns_get(ns, parent) != NULL;
+	int64_t cino = ctl_lookup(fs->d->ctl, parent, name, false);
+	struct ns *ns;
+	bool parent_ok;
+
+	if (cino > 0) {
+		ctl_entry(fs, cino, &e);
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (cino < 0) {
+		fuse_reply_err(req, -cino);
+		return;
+	}
+	ns = nsmgr_rdlock(fs->d->nm);
+	parent_ok = ns_get(ns, parent) != NULL;
 
 	n = ns_lookup(ns, parent, name);
 	if (n) {
@@ -122,9 +390,15 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	const struct ns_node *n;
-	struct ns *ns = nsmgr_rdlock(fs->d->nm);
+	struct ns *ns;
 
 	(void)fi;
+	if (is_ctl(fs, ino)) {
+		ctl_entry(fs, ino, &e);
+		fuse_reply_attr(req, &e.attr, 0);
+		return;
+	}
+	ns = nsmgr_rdlock(fs->d->nm);
 	n = ns_get(ns, ino);
 	if (n)
 		node_entry(fs, ns, n, &e);
@@ -142,6 +416,15 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	const struct ns_node *n;
 	bool isdir;
 
+	if (is_ctl(fs, ino)) {
+		enum ctl_kind k = ctl_kind(fs->d->ctl, ino);
+
+		if (k == CTL_DIR || k == CTL_LISTS)
+			fuse_reply_open(req, fi);
+		else
+			fuse_reply_err(req, ENOTDIR);
+		return;
+	}
 	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
 	isdir = n && n->is_dir;
 	nsmgr_unlock(fs->d->nm);
@@ -156,6 +439,44 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 }
 
+/* entries of a control directory; frees @buf */
+static void ctl_readdir_reply(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
+			      size_t size, off_t off, bool plus, char *buf)
+{
+	size_t used = 0;
+
+	for (;; off++) {
+		struct fuse_entry_param e;
+		const char *name;
+		uint64_t cino;
+		size_t need;
+
+		if (off == 0) {
+			name = ".";
+			cino = ino;
+		} else if (off == 1) {
+			name = "..";
+			cino = ino == 2 ? NS_ROOT_INO : 2;
+		} else if (!ctl_readdir(fs->d->ctl, ino, off - 2, &name, &cino)) {
+			break;
+		}
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = cino;
+		e.attr.st_mode = S_IFREG;
+		if (plus && off >= 2)
+			ctl_entry(fs, cino, &e);
+		need = plus ? fuse_add_direntry_plus(req, buf + used, size - used,
+						     name, &e, off + 1) :
+			      fuse_add_direntry(req, buf + used, size - used,
+						name, &e.attr, off + 1);
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
 /* offsets: 1 = after ".", 2 = after "..", 2 + i = after kid i */
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		       off_t off, bool plus)
@@ -168,6 +489,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (is_ctl(fs, ino)) {
+		ctl_readdir_reply(req, fs, ino, size, off, plus, buf);
 		return;
 	}
 	ns = nsmgr_rdlock(fs->d->nm);
@@ -239,6 +564,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char *key = NULL;
 	int rc = 0;
 
+	if (is_ctl(fs, ino)) {
+		ctl_open(req, ino, fi);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -270,6 +599,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (changed)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 	fuse_reply_open(req, fi);
+	ctl_note_open(fs->d->ctl, ino, cache_is_complete(fs->d->cache, ce));
 }
 
 static void read_done(void *arg, int err, const struct fetch_piece *p, int n)
@@ -320,7 +650,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct centry *ce = (struct centry *)(uintptr_t)fi->fh;
 	int rc;
 
-	(void)ino;
+	if (is_ctl(fs, ino)) {
+		ctl_read_buf(req, (struct ctlbuf *)(uintptr_t)fi->fh, size, off);
+		return;
+	}
 	rc = fetch_read(fs->d->fetch, ce, off, size, read_done, req);
 	if (rc < 0)
 		fuse_reply_err(req, rc == -ESTALE ? EIO : -rc);
@@ -331,8 +664,14 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs *fs = fs_of(req);
 
-	(void)ino;
-	cache_detach(fs->d->cache, (struct centry *)(uintptr_t)fi->fh);
+	if (is_ctl(fs, ino)) {
+		struct ctlbuf *cb = (struct ctlbuf *)(uintptr_t)fi->fh;
+
+		free(cb->buf);
+		free(cb);
+	} else {
+		cache_detach(fs->d->cache, (struct centry *)(uintptr_t)fi->fh);
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -447,6 +786,19 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.statfs = fs_statfs,
 	.getxattr = fs_getxattr,
 	.listxattr = fs_listxattr,
+	.write = fs_write,
+	.flush = fs_flush,
+	.create = fs_create,
+	.setattr = fs_setattr,
+	.mkdir = fs_mkdir,
+	.mknod = fs_mknod,
+	.symlink = fs_symlink,
+	.unlink = fs_erofs_entry,
+	.rmdir = fs_erofs_entry,
+	.rename = fs_rename,
+	.link = fs_link,
+	.setxattr = fs_setxattr,
+	.removexattr = fs_removexattr,
 };
 
 static int inval_dir(void *arg, const struct ns_node *n)
@@ -531,10 +883,10 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	fs.attr_timeout = cf->revalidate_s ? cf->revalidate_s : 1;
 	fs.mounted = time(NULL);
 	snprintf(opts, sizeof(opts),
-		 "ro,default_permissions,noatime,fsname=%s,subtype=fusefs%s",
+		 "rw,default_permissions,noatime,fsname=%s,subtype=fusefs%s",
 		 cf->source, cf->allow_other ? ",allow_other" : "");
 	/* fsname is parsed by libfuse: commas in it would split options */
-	for (char *p = opts + strlen("ro,default_permissions,noatime,fsname=");
+	for (char *p = opts + strlen("rw,default_permissions,noatime,fsname=");
 	     *p && strncmp(p, ",subtype=", 9); p++)
 		if (*p == ',')
 			*p = '_';
@@ -551,6 +903,9 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	rc = -EIO;
 	if (fuse_set_signal_handlers(fs.se))
 		goto out_session;
+	/* libfuse ends the session on SIGHUP too: reopen logs instead */
+	if (log_catch_sighup())
+		goto out_signals;
 	real = realpath(cf->mountpoint, NULL);
 	if (!real || fuse_session_mount(fs.se, real)) {
 		fprintf(stderr, "fusefs: cannot mount on %s%s%s\n", cf->mountpoint,

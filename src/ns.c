@@ -26,7 +26,7 @@ static uint64_t mkino(const struct ns *ns, bool dir, const char *p, size_t len)
 {
 	uint64_t h = hash64(p, len, ns->seed ^ (dir ? SEED_DIR : SEED_FILE));
 
-	return h <= NS_ROOT_INO ? h + 2 : h;
+	return h < NS_FIRST_INO ? h + NS_FIRST_INO : h;
 }
 
 uint64_t ns_file_ino(const struct ns *ns, const char *rel, size_t len)
@@ -326,6 +326,21 @@ void ns_attr_set(struct ns *ns, const struct ns_node *n,
 	pthread_mutex_lock(&ns->attr_lock);
 	((struct ns_node *)n)->attr = *in;
 	pthread_mutex_unlock(&ns->attr_lock);
+}
+
+const struct ns_node *ns_resolve(const struct ns *ns, const char *rel,
+			         size_t len)
+{
+	const struct ns_node *n;
+
+	if (!len)
+		return ns->root;
+	n = ns_get(ns, mkino(ns, false, rel, len));
+	if (!n)
+		n = ns_get(ns, mkino(ns, true, rel, len));
+	if (n && (strlen(n->path) != len || memcmp(n->path, rel, len)))
+		n = NULL;	/* a hash collision, not this path */
+	return n;
 }
 
 const struct ns_stats *ns_stats(const struct ns *ns)

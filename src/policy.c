@@ -86,6 +86,7 @@ static void touch(struct policy *p, struct policy_node *n, int64_t now)
 	n->last = now;
 	n->count++;
 	n->dirty = true;
+	n->prefetched = false;
 	if (resident) {		/* move to the most recent end */
 		list_unlink(n);
 		list_add(p, n);

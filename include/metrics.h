@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics.h - Prometheus text endpoint (--metrics IP:PORT), served by
+ * libmicrohttpd on a thread of its own; the only file that includes
+ * microhttpd.h.  Off unless --metrics is given; binds only to the
+ * address given (no wildcard unless asked for, e.g. 0.0.0.0:9464).
+ *
+ *   GET /metrics   every "name value" line of report_text() as
+ *                  fusefs_<name>, with "# TYPE" counter or gauge
+ *                  (gauges: cache_bytes_used, cache_bytes_limit,
+ *                  cache_files, ns_*), plus fusefs_up 1
+ *   anything else  404 (other paths) or 405 (other methods)
+ *
+ * Not exported yet: backend latency histograms (they need timing in the
+ * fetch path; report.h has no histogram lines to render).
+ */
+#ifndef FUSEFS_METRICS_H
+#define FUSEFS_METRICS_H
+
+#include "cache.h"
+#include "nsmgr.h"
+#include "stats.h"
+
+struct metrics;
+
+/*
+ * metrics_check_addr() - 0 if @addr is "IPv4:PORT" or "[IPv6]:PORT"
+ * (numeric, port 1..65535), else -EINVAL with a message naming it.
+ */
+int metrics_check_addr(const char *addr);
+
+/*
+ * metrics_start() - listen on @addr and serve the report of @st, @c and
+ * @nm, which must outlive metrics_stop().  Return: 0, -EINVAL (bad
+ * address) or -EADDRNOTAVAIL (cannot listen), message printed.
+ */
+int metrics_start(struct metrics **out, const char *addr, struct stats *st,
+		  struct cache *c, struct nsmgr *nm);
+/* metrics_stop() - stop serving, wait for requests in progress; NULL ok */
+void metrics_stop(struct metrics *m);
+
+#endif

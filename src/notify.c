@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/* notify.c - see notify.h */
+#include <errno.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "notify.h"
+
+/* "/run/systemd/notify" or "@abstract" -> @sa; length, or -EINVAL */
+static int notify_addr(const char *name, struct sockaddr_un *sa)
+{
+	size_t n = strlen(name);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (n < 2 || n >= sizeof(sa->sun_path) || (name[0] != '/' && name[0] != '@'))
+		return -EINVAL;
+	memcpy(sa->sun_path, name, n);
+	if (name[0] == '@') {
+		sa->sun_path[0] = '\0';	/* abstract: no trailing NUL counted */
+		return offsetof(struct sockaddr_un, sun_path) + n;
+	}
+	return offsetof(struct sockaddr_un, sun_path) + n + 1;
+}
+
+int notify_send(const char *state)
+{
+	const char *name = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa;
+	int fd, len, rc = 0;
+
+	if (!name || !*name)
+		return 0;
+	len = notify_addr(name, &sa);
+	if (len < 0)
+		return len;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+		   (struct sockaddr *)&sa, len) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int notify_sendf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -ENOMEM;
+	rc = notify_send(s);
+	free(s);
+	return rc;
+}
+
+struct ready {
+	char *mnt;
+	char *status;
+};
+
+static void ready_free(struct ready *r)
+{
+	free(r->mnt);
+	free(r->status);
+	free(r);
+}
+
+/* the first stat() after mounting waits for INIT and a GETATTR reply */
+static void *ready_main(void *arg)
+{
+	struct ready *r = arg;
+	struct statfs sfs;
+	struct stat sb;
+	int rc;
+
+	if (stat(r->mnt, &sb) || statfs(r->mnt, &sfs)) {
+		log_warn("mount point %s does not answer (%s): readiness not reported",
+			 r->mnt, strerror(errno));
+	} else if (sfs.f_type != FUSE_SUPER_MAGIC) {
+		log_warn("%s is not a FUSE mount any more: readiness not reported",
+			 r->mnt);
+	} else {
+		rc = notify_sendf("READY=1\nMAINPID=%d\nSTATUS=%s", (int)getpid(),
+				  r->status);
+		if (rc)
+			log_warn("cannot notify $NOTIFY_SOCKET: %s", strerror(-rc));
+	}
+	ready_free(r);
+	return NULL;
+}
+
+int notify_ready_when_served(const char *mnt, const char *status)
+{
+	struct ready *r;
+	pthread_t t;
+	int rc;
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return 0;		/* nobody listens: no thread */
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->mnt = strdup(mnt);
+	r->status = strdup(status);
+	rc = -ENOMEM;
+	if (r->mnt && r->status)
+		rc = -pthread_create(&t, NULL, ready_main, r);
+	if (rc) {
+		ready_free(r);
+		return rc;
+	}
+	pthread_detach(t);
+	return 0;
+}
