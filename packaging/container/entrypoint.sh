@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# fusefs-entrypoint - the fusefs container's PID 1: mount from the
+# environment (and/or a config file), stay in the foreground, unmount on
+# SIGTERM, never leave a dead mount behind on the (propagated) volume.
+#
+# Environment (see docs/kubernetes.md):
+#   FUSEFS_SOURCE        rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX]
+#   FUSEFS_MOUNTPOINT    where to mount (default /mnt/data)
+#   FUSEFS_CONFIG        an INI config file ([mount] section); optional
+#   FUSEFS_<OPTION>      any long option of `fusefs --help`, upper case,
+#                        '-' as '_': FUSEFS_CACHE_DIR=/cache,
+#                        FUSEFS_CACHE_SIZE=200G, FUSEFS_METRICS=0.0.0.0:9464;
+#                        flags take true/false (FUSEFS_ALLOW_OTHER=true)
+#   FUSEFS_OPTIONS       extra -o options, comma separated
+#   FUSEFS_BIN           the fusefs binary (default: fusefs on PATH)
+#   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY[, AWS_SESSION_TOKEN]
+#                        S3 keys (from a Secret), or FUSEFS_CREDENTIALS_FILE
+#                        pointing at a mounted Secret file
+# Defaults: FUSEFS_CACHE_DIR=/var/cache/fusefs unless the config file or
+# FUSEFS_OPTIONS names one.
+#
+# With arguments, they are run instead (e.g. `fusefs stats /mnt/data`).
+set -euo pipefail
+
+if (($#)); then
+    exec "$@"
+fi
+
+FUSEFS=${FUSEFS_BIN:-fusefs}
+mnt=${FUSEFS_MOUNTPOINT:-/mnt/data}
+args=(mount)
+[[ -n ${FUSEFS_SOURCE:-} ]] && args+=("$FUSEFS_SOURCE")
+args+=("$mnt" -f)
+
+# every FUSEFS_<OPTION> whose name is an option of this fusefs
+mapfile -t known < <("$FUSEFS" --help | sed -n 's/^  --\([a-z0-9-]*\).*/\1/p')
+have_cache_dir=0
+for opt in "${known[@]}"; do
+    var=FUSEFS_$(tr 'a-z-' 'A-Z_' <<<"$opt")
+    [[ -v $var ]] || continue
+    val=${!var}
+    case $opt in
+    cache-dir) have_cache_dir=1 ;;
+    esac
+    case ${val,,} in
+    true | yes | on) args+=("--$opt") ;;
+    false | no | off) ;;
+    *) args+=("--$opt=$val") ;;
+    esac
+done
+# a FUSEFS_* variable that is none of the above is a mistake: say so
+for var in $(compgen -e | grep '^FUSEFS_' || true); do
+    case $var in
+    FUSEFS_SOURCE | FUSEFS_MOUNTPOINT | FUSEFS_OPTIONS | FUSEFS_BIN) continue ;;
+    esac
+    opt=$(tr 'A-Z_' 'a-z-' <<<"${var#FUSEFS_}")
+    if ! printf '%s\n' "${known[@]}" | grep -qx -- "$opt"; then
+        echo "fusefs-entrypoint: $var is not a fusefs option (fusefs --help)" >&2
+        exit 2
+    fi
+done
+if [[ -n ${FUSEFS_OPTIONS:-} ]]; then
+    args+=(-o "$FUSEFS_OPTIONS")
+    [[ $FUSEFS_OPTIONS == *cache_dir=* || $FUSEFS_OPTIONS == *cache-dir=* ]] && have_cache_dir=1
+fi
+if ((!have_cache_dir)) && ! { [[ -n ${FUSEFS_CONFIG:-} ]] &&
+    grep -Eq '^[[:space:]]*cache[-_]dir[[:space:]]*=' "$FUSEFS_CONFIG"; }; then
+    args+=(--cache-dir=/var/cache/fusefs)
+fi
+
+mkdir -p "$mnt"
+
+# a mount left by a previous container that was killed (SIGKILL, OOM):
+# every access fails with ENOTCONN; detach it before mounting again
+detach_dead() {
+    if ! stat "$mnt" >/dev/null 2>&1 && grep -qs " $mnt fuse" /proc/self/mounts; then
+        echo "fusefs-entrypoint: detaching the dead mount on $mnt" >&2
+        umount -l "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+    fi
+}
+detach_dead
+
+echo "fusefs-entrypoint: $FUSEFS ${args[*]}" >&2
+"$FUSEFS" "${args[@]}" &
+child=$!
+
+stop() {
+    kill -TERM "$child" 2>/dev/null || true
+}
+trap stop TERM INT
+trap 'kill -HUP "$child" 2>/dev/null || true' HUP
+
+# wait returns early when a trapped signal arrives: wait again until the
+# daemon has really exited
+rc=0
+while kill -0 "$child" 2>/dev/null; do
+    wait "$child" && rc=0 || rc=$?
+done
+
+# fusefs unmounts on SIGTERM; if it died instead, do not leave the
+# propagated mount point dead for the other containers and the node
+if grep -qs " $mnt fuse" /proc/self/mounts; then
+    echo "fusefs-entrypoint: fusefs exited ($rc) leaving $mnt mounted: detaching" >&2
+    umount -l "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+fi
+exit "$rc"
