@@ -319,3 +319,74 @@ def test_notebook_without_dev_fuse_access_says_so(ceph, nbuser):
                        capture_output=True, text=True, timeout=60, cwd="/")
     assert r.returncode != 0
     assert "/dev/fuse: Permission denied" in r.stderr, r.stderr
+
+
+# ---- the container entrypoint, without a container engine -----------------------------
+
+ENTRYPOINT = os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "container",
+                          "entrypoint.sh")
+
+
+def start_entrypoint(ceph, tmp_path, prefix):
+    mnt = tmp_path / "data"
+    env = dict(os.environ, FUSEFS_BIN=FUSEFS, FUSEFS_SOURCE=f"rados://{POOL}/{prefix}",
+               FUSEFS_MOUNTPOINT=str(mnt), FUSEFS_CACHE_DIR=str(tmp_path / "cache"),
+               FUSEFS_CACHE_SIZE="1G", FUSEFS_CEPH_CONF=ceph.conf_path,
+               FUSEFS_ALLOW_OTHER="true", FUSEFS_VIRTUAL_HOST="false",
+               FUSEFS_OPTIONS="noatime")
+    log = open(tmp_path / "entrypoint.log", "wb")
+    p = subprocess.Popen(["bash", ENTRYPOINT], env=env, stdout=log, stderr=subprocess.STDOUT)
+    ok = wait_for(lambda: mounted(mnt) or p.poll() is not None)
+    assert ok and p.poll() is None, open(tmp_path / "entrypoint.log").read()
+    return p, mnt
+
+
+def test_entrypoint_mounts_from_env_and_unmounts_on_sigterm(ceph, tmp_path):
+    ceph.put(POOL, "ep/f", b"in the pod")
+    p, mnt = start_entrypoint(ceph, tmp_path, "ep")
+    try:
+        assert (mnt / "f").read_bytes() == b"in the pod"
+        line = mounted(mnt)[0]
+        assert "allow_other" in line
+        # the readiness probe of the manifests
+        assert run_fusefs("stats", str(mnt)).returncode == 0
+        p.send_signal(signal.SIGTERM)            # the kubelet stopping the container
+        assert p.wait(timeout=60) == 0, open(tmp_path / "entrypoint.log").read()
+        assert not mounted(mnt)
+        assert run_fusefs("stats", str(mnt)).returncode != 0   # not ready any more
+    finally:
+        if p.poll() is None:
+            p.kill()
+        if mounted(mnt):
+            subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_entrypoint_detaches_the_mount_when_fusefs_dies(ceph, tmp_path):
+    """SIGKILL of fusefs (OOM): the entrypoint must not leave a dead mount on
+    the propagated volume (the node could not clean up the pod)."""
+    ceph.put(POOL, "ep2/f", b"x")
+    p, mnt = start_entrypoint(ceph, tmp_path, "ep2")
+    try:
+        daemon = [c for c in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                                            text=True).stdout.split()]
+        assert len(daemon) == 1
+        os.kill(int(daemon[0]), signal.SIGKILL)
+        rc = p.wait(timeout=60)
+        assert rc == 128 + signal.SIGKILL, rc
+        assert not mounted(mnt), mounted(mnt)
+        log = open(tmp_path / "entrypoint.log").read()
+        assert "detaching" in log, log
+    finally:
+        if p.poll() is None:
+            p.kill()
+        if mounted(mnt):
+            subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_entrypoint_refuses_unknown_variables(tmp_path):
+    r = subprocess.run(["bash", ENTRYPOINT], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, FUSEFS_BIN=FUSEFS, FUSEFS_SOURCE="rados://p/x",
+                                FUSEFS_MOUNTPOINT=str(tmp_path / "m"),
+                                FUSEFS_CACHE_SISE="1G"))
+    assert r.returncode == 2 and "FUSEFS_CACHE_SISE" in r.stderr, r.stderr
+    assert not (tmp_path / "m").exists()
