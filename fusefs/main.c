@@ -264,6 +264,11 @@ static int check_service_opts(const struct fusefs_conf *cf)
 		fprintf(stderr, "fusefs: the S3 endpoint must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
 		return -EINVAL;
 	}
+	/* the source is logged and shown in /proc/mounts (fsname) */
+	if (strncmp(cf->source, "rados://", 8) && has_userinfo(cf->source)) {
+		fprintf(stderr, "fusefs: SOURCE must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -330,7 +335,7 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
-	if (backend_check_source(cf.source) || check_service_opts(&cf)) {
+	if (check_service_opts(&cf) || backend_check_source(cf.source)) {
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
