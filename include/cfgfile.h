@@ -13,7 +13,8 @@
  *   cache_dir = /nvme/fusefs/data          ; every option by its long name,
  *   cache-size = 200G                      ; with '-' or '_'
  *   ceph_conf = /etc/ceph/ceph.conf
- *   allow_other = true                     ; flags: true/yes/on/1, false/no/off/0
+ *   allow_other = true                     ; flags: true/yes/on/1,
+ *   read_mode = direct                     ;   false/no/off/0
  *   metrics = 127.0.0.1:9464
  *
  * Rules:

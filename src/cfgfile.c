@@ -58,7 +58,7 @@ static void note_section(struct each *e, const char *p)
 	size_t n;
 
 	if (!end)
-		return;			/* inih reports the syntax error */
+		return;		/* inih reports the syntax error */
 	n = MIN((size_t)(end - p - 1), sizeof(e->section) - 1);
 	memcpy(e->section, p + 1, n);
 	e->section[n] = '\0';
@@ -91,7 +91,7 @@ static char *each_reader(char *str, int num, void *stream)
 	char *p;
 
 	if (e->rejected)
-		return NULL;		/* stop after the first rejected line */
+		return NULL;	/* stop after the first rejected line */
 	n = getline(&e->buf, &e->cap, e->f);
 	if (n < 0)
 		return NULL;
@@ -117,7 +117,7 @@ static int each_handler(void *user, const char *section, const char *name,
 	struct each *e = user;
 
 	call(e, name, value);
-	return 1;		/* rejections are counted by line, not by inih */
+	return 1;	/* rejections are counted by line, not by inih */
 }
 
 static int each_pass(struct each *e)
@@ -161,7 +161,7 @@ struct load {
 	char seen[64][40];	/* canonical keys given so far */
 	int seen_line[64];
 	int nseen;
-	bool reported;		/* on_entry() printed why it rejected a line */
+	bool reported;		/* on_entry() said why it failed */
 };
 
 static int parse_bool(const char *v)
@@ -187,7 +187,7 @@ static int check_once(struct load *l, const char *name, int line)
 	int k;
 
 	if (strlen(name) >= sizeof(canon))
-		return 0;		/* no such option: reported as unknown */
+		return 0;	/* no such option: reported as unknown */
 	for (i = 0; name[i]; i++)
 		canon[i] = name[i] == '_' ? '-' : name[i];
 	canon[i] = '\0';

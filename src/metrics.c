@@ -115,8 +115,10 @@ static char *render(struct metrics *m, size_t *len)
 	if (f) {
 		while (off < rlen) {
 			const char *nl = memchr(report + off, '\n', rlen - off);
-			size_t n = nl ? (size_t)(nl - report - off) : rlen - off;
+			size_t n = rlen - off;
 
+			if (nl)
+				n = nl - report - off;
 			render_line(f, report + off, n);
 			off += n + 1;
 		}
@@ -131,10 +133,13 @@ static char *render(struct metrics *m, size_t *len)
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code,
-			     char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+			     char *body, size_t len,
+			     enum MHD_ResponseMemoryMode mode)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	struct MHD_Response *r;
 	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body, mode);
 
 	if (!r) {
 		if (mode == MHD_RESPMEM_MUST_FREE)

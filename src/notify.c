@@ -24,11 +24,13 @@ static int notify_addr(const char *name, struct sockaddr_un *sa)
 
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if (n < 2 || n >= sizeof(sa->sun_path) || (name[0] != '/' && name[0] != '@'))
+	if (n < 2 || n >= sizeof(sa->sun_path) ||
+	    (name[0] != '/' && name[0] != '@'))
 		return -EINVAL;
 	memcpy(sa->sun_path, name, n);
 	if (name[0] == '@') {
-		sa->sun_path[0] = '\0';	/* abstract: no trailing NUL counted */
+		/* abstract: a leading NUL, no trailing one counted */
+		sa->sun_path[0] = '\0';
 		return offsetof(struct sockaddr_un, sun_path) + n;
 	}
 	return offsetof(struct sockaddr_un, sun_path) + n + 1;
