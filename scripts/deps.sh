@@ -16,7 +16,7 @@ PKGS=(
   ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados
   python3-pytest python3-boto3
   attr s3cmd
-  dpkg-dev debhelper fakeroot python3-yaml
+  dpkg-dev debhelper fakeroot python3-yaml man-db
   systemd
 )
 
