@@ -248,6 +248,17 @@ static bool evictable_stream(struct policy_node *pn, void *arg)
 	return pn->stream && evictable(pn, arg);
 }
 
+/* for a prefetch: streamed files, and kept files no list will read */
+static bool evictable_for_prefetch(struct policy_node *pn, void *arg)
+{
+	struct cache *c = arg;
+
+	if (!evictable(pn, arg))
+		return false;
+	return pn->stream ||
+	       c->pol.next_use(c->pol.next_use_arg, pn->fid) == NEXT_USE_NONE;
+}
+
 static bool evictable_kept(struct policy_node *pn, void *arg)
 {
 	return !pn->stream && evictable(pn, arg);
@@ -283,7 +294,7 @@ static int room_locked(struct cache *c, uint64_t need, struct centry *self,
 				eligible = evictable_stream;
 		} else if (prefetch && (self->pn->stream || !self->used)) {
 			self->pn->stream = true;	/* stage it */
-			eligible = evictable_stream;
+			eligible = evictable_for_prefetch;
 		} else {
 			eligible = evictable_kept;	/* Belady swap */
 		}
@@ -299,7 +310,8 @@ static int room_locked(struct cache *c, uint64_t need, struct centry *self,
 		if (dry_run)
 			return 0;
 		evict_locked(c, htab_get(&c->tab, pn->fid));
-		if (eligible == evictable_stream && bound < c->limit)
+		if (eligible != evictable && eligible != evictable_kept &&
+		    bound < c->limit)
 			bound = c->limit;	/* only needed stream room */
 	}
 	if (!dry_run)

@@ -354,7 +354,6 @@ static char *heat_text(struct ctl *c, size_t *len)
 int ctl_rewarm(struct ctl *c, unsigned n)
 {
 	struct heat_rows h = heat_rows(c);
-	struct list_report rep;
 	char *text = NULL;
 	size_t len = 0, i;
 	unsigned taken = 0;
@@ -368,11 +367,15 @@ int ctl_rewarm(struct ctl *c, unsigned n)
 				taken++;
 			}
 		fclose(f);
-		rc = taken ? lists_publish(c->d.lists, "warm", text, len,
-					   resolve, c, &rep) : 0;
-		if (taken)
+		if (taken) {
+			char *report = NULL;
+
 			log_info("re-warming the %u hottest uncached files", taken);
-		prefetch_kick(c->d.pf);
+			rc = ctl_commit_list(c, "warm", text, len, &report);
+			free(report);
+		} else {
+			rc = 0;
+		}
 	}
 	free(text);
 	heat_rows_free(&h);
@@ -417,6 +420,7 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 	FILE *f;
 	int rc;
 
+	name_ino(c, name, true);
 	rc = lists_publish(c->d.lists, name, buf, len, resolve, c, &rep);
 	f = open_memstream(report, &rlen);
 	if (f) {

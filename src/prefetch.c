@@ -113,6 +113,9 @@ static bool round_once(struct prefetcher *p)
 
 			if (room < flying + need &&
 			    (flying || !cache_admits(p->c, ce, need, true))) {
+				log_dbg("prefetch: window ends at %s (room %llu, in flight %llu)",
+					ce->key, (unsigned long long)room,
+					(unsigned long long)flying);
 				pthread_mutex_lock(&p->lock);
 				p->full = !flying;
 				pthread_mutex_unlock(&p->lock);

@@ -189,7 +189,9 @@ def test_cache_size_bound(mounter, store, tmp_path):
     store.put_many(files)
     cache = str(tmp_path / "b")
     limit = 16 * MiB
-    m = mounter("bound", "--cache-size", str(limit), cache=cache, store=store)
+    # LRU admits everything, so it must evict to stay under the bound
+    m = mounter("bound", "--cache-size", str(limit), "--evict", "lru", cache=cache,
+                store=store)
     for k, v in files.items():
         with open(m.path(k.split("/", 1)[1]), "rb") as f:
             assert f.read() == v
