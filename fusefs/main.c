@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +109,27 @@ static char *config_arg(int argc, char **argv)
 		}
 	}
 	return found;
+}
+
+/* mkdir -p: the cache directory and its missing parents (~/.cache) */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, mode) && errno != EEXIST ? -1 : 0;
 }
 
 static int parse_mount_args(struct fusefs_conf *cf, int argc, char **argv)
@@ -347,7 +370,7 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
-	if (mkdir(cf.cache_dir, 0700) && errno != EEXIST) {
+	if (mkdir_p(cf.cache_dir, 0700)) {
 		fprintf(stderr, "fusefs: cannot create cache directory %s: %s\n",
 			cf.cache_dir, strerror(errno));
 		conf_release(&cf);
@@ -474,9 +497,43 @@ static int cmd_umount(int argc, char **argv)
 	return 1;
 }
 
+/*
+ * Run as /sbin/mount.fuse.fusefs, mount(8) passes -n (no mtab), -s
+ * (sloppy), -v (verbose), which do not apply, and -f (fake: do
+ * everything but mount).  Drop the first three; for -f only check the
+ * arguments.  Return: the new argc; *@fake set for -f.
+ */
+static int helper_args(int argc, char **argv, bool *fake)
+{
+	int i, out = 1;
+
+	*fake = false;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "-s") ||
+		    !strcmp(argv[i], "-v"))
+			continue;
+		if (!strcmp(argv[i], "-f")) {
+			*fake = true;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	argv[out] = NULL;
+	return out;
+}
+
 int main(int argc, char **argv)
 {
+	const char *self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+
 	signal(SIGPIPE, SIG_IGN);
+	if (!strncmp(self, "mount.", 6)) {
+		bool fake;
+
+		argc = helper_args(argc, argv, &fake);
+		if (fake)
+			return argc >= 3 ? 0 : EXIT_USAGE;
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

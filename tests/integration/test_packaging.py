@@ -86,9 +86,6 @@ def test_mount_t_bad_option_fails_naming_it(ceph, tmp_path):
     assert not os.path.ismount(mnt)
 
 
-@pytest.mark.xfail(strict=True, reason="C side: in the mount-helper form fusefs must "
-                   "accept and ignore mount(8)'s -n/-s/-v and treat -f as 'fake' "
-                   "(mount.fuse3 strips them; /sbin/mount.fuse.fusefs gets them as is)")
 @pytest.mark.parametrize("flag", ["-v", "-n"])
 def test_helper_link_accepts_mount_flags(ceph, tmp_path, flag):
     ceph.put(POOL, "helper/d/f", b"through mount(8)")
