@@ -5,7 +5,6 @@ unmount and require exit status 0; scan the daemon's log for sanitizer
 reports)."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -191,6 +190,16 @@ def mounter(tmp_path, ceph):
         except AssertionError as e:
             failed.append(str(e))
     assert not failed, failed
+
+
+def wait_for(cond, timeout=30):
+    """poll @cond until true (True) or @timeout seconds pass (False)"""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def run_fusefs(*args, timeout=60, env=None):

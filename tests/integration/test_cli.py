@@ -6,16 +6,8 @@ import stat
 import subprocess
 import time
 
-from conftest import FUSEFS, POOL, ROOT, run_fusefs
+from conftest import FUSEFS, POOL, ROOT, run_fusefs, wait_for
 
-
-def wait_for(cond, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_background_mount_and_umount(ceph, tmp_path):

@@ -30,7 +30,7 @@ import time
 
 import pytest
 
-from conftest import FUSEFS, POOL, run_fusefs
+from conftest import FUSEFS, POOL, run_fusefs, wait_for
 
 MiB = 1 << 20
 
@@ -78,14 +78,6 @@ def mounted(path, mounts="/proc/self/mounts"):
     with open(mounts) as f:
         return [l for l in f if l.split()[1] == str(path)]
 
-
-def wait_for(cond, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Sidecar:

@@ -5,7 +5,6 @@ spec and the man page."""
 
 import os
 import re
-import shutil
 import subprocess
 import textwrap
 

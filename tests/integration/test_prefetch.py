@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import FUSEFS, POOL, ROOT, run_fusefs
+from conftest import POOL, ROOT, run_fusefs, wait_for
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import fusefs_prefetch  # noqa: E402
@@ -25,14 +25,6 @@ def rnd(n, seed):
 def cached(m, rel):
     return int(os.getxattr(m.path(rel), "user.fusefs.cached"))
 
-
-def wait_for(cond, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,8 @@
 """fusefs over a real RADOS pool, through the real kernel FUSE."""
 
-import hashlib
 import os
 import random
-import shutil
 import subprocess
-import threading
 import time
 
 import pytest

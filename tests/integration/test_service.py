@@ -20,18 +20,10 @@ import urllib.request
 
 import pytest
 
-from conftest import BAD_WORDS, FUSEFS, POOL, ROOT, run_fusefs
+from conftest import BAD_WORDS, FUSEFS, POOL, ROOT, run_fusefs, wait_for
 
 UNIT = os.path.join(ROOT, "systemd", "fusefs@.service")
 
-
-def wait_for(cond, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def in_proc_mounts(mnt):
