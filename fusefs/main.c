@@ -417,7 +417,8 @@ static int cmd_mount(int argc, char **argv)
 	if (cf.rewarm)
 		ctl_rewarm(ctl, cf.rewarm);
 	if (cf.metrics_addr &&
-	    metrics_start(&metrics, cf.metrics_addr, &st, cache, nm))
+	    metrics_start(&metrics, cf.metrics_addr, &(struct report_src){
+			.st = &st, .cache = cache, .nm = nm, .lists = lists }))
 		goto out;
 	deps = (struct fs_deps){ .cf = &cf, .nm = nm, .cache = cache, .ctl = ctl,
 				 .fetch = fetch, .st = &st };

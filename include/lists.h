@@ -85,7 +85,7 @@ size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
 void lists_set_lead(struct lists *l, uint64_t fid_at_reader,
 		    uint64_t files, uint64_t bytes);
 
-/* lists_print() - "list NAME key value" lines for status and stats */
+/* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);
 /* lists_print_one() - status of list @name and its last publish report */
 void lists_print_one(struct lists *l, const char *name, FILE *f);

@@ -17,9 +17,7 @@
 #ifndef FUSEFS_METRICS_H
 #define FUSEFS_METRICS_H
 
-#include "cache.h"
-#include "nsmgr.h"
-#include "stats.h"
+#include "report.h"
 
 struct metrics;
 
@@ -30,12 +28,12 @@ struct metrics;
 int metrics_check_addr(const char *addr);
 
 /*
- * metrics_start() - listen on @addr and serve the report of @st, @c and
- * @nm, which must outlive metrics_stop().  Return: 0, -EINVAL (bad
+ * metrics_start() - listen on @addr and serve the report of @src, whose
+ * parts must outlive metrics_stop().  Return: 0, -EINVAL (bad
  * address) or -EADDRNOTAVAIL (cannot listen), message printed.
  */
-int metrics_start(struct metrics **out, const char *addr, struct stats *st,
-		  struct cache *c, struct nsmgr *nm);
+int metrics_start(struct metrics **out, const char *addr,
+		  const struct report_src *src);
 /* metrics_stop() - stop serving, wait for requests in progress; NULL ok */
 void metrics_stop(struct metrics *m);
 

@@ -13,8 +13,20 @@
 #include "nsmgr.h"
 #include "stats.h"
 
-/* report_text() - malloc'ed text (caller frees), *len set; NULL on ENOMEM */
-char *report_text(struct stats *st, struct cache *c, struct nsmgr *nm,
-		  size_t *len);
+struct lists;
+
+struct report_src {
+	struct stats *st;
+	struct cache *cache;
+	struct nsmgr *nm;
+	struct lists *lists;	/* may be NULL */
+};
+
+/*
+ * report_text() - malloc'ed text (caller frees), *len set; NULL on ENOMEM.
+ * Lines are "name value" or, per epoch list, 'name{list="NAME"} value'
+ * (Prometheus label syntax), grouped by name.
+ */
+char *report_text(const struct report_src *src, size_t *len);
 
 #endif

@@ -33,7 +33,17 @@
 	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
 	X(stall_us)		/* time reads waited for the backend */	\
-	X(lists_published)	/* epoch lists accepted */
+	X(lists_published)	/* epoch lists accepted */		\
+	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
+	X(backend_read_us_le_4000)					\
+	X(backend_read_us_le_16000)					\
+	X(backend_read_us_le_64000)					\
+	X(backend_read_us_le_256000)					\
+	X(backend_read_us_le_1000000)					\
+	X(backend_read_us_le_4000000)					\
+	X(backend_read_us_le_inf)					\
+	X(backend_read_us_sum)						\
+	X(backend_read_us_count)
 
 struct stats {
 #define X(name) _Atomic uint64_t name;
@@ -45,6 +55,8 @@ struct stats {
 	atomic_fetch_add_explicit(&(st)->field, (n), memory_order_relaxed)
 #define stat_inc(st, field) stat_add(st, field, 1)
 
+/* stats_note_latency() - one backend read attempt took @us */
+void stats_note_latency(struct stats *st, uint64_t us);
 /* stats_print() - every counter as "name value" lines */
 void stats_print(const struct stats *st, FILE *f);
 

@@ -471,22 +471,8 @@ char *ctl_read(struct ctl *c, uint64_t ino, size_t *len)
 	FILE *f;
 
 	switch (ctl_kind(c, ino)) {
-	case CTL_STATS: {
-		char *r = report_text(c->d.st, c->d.cache, c->d.nm, len);
-
-		if (!r)
-			return NULL;
-		f = open_memstream(&text, len);
-		if (!f) {
-			free(r);
-			return NULL;
-		}
-		fputs(r, f);
-		lists_print(c->d.lists, f);
-		free(r);
-		fclose(f);
-		return text;
-	}
+	case CTL_STATS:
+		return ctl_stats_text(c, len);
 	case CTL_HEAT:
 		return heat_text(c, len);
 	case CTL_LIST: {
@@ -505,6 +491,13 @@ char *ctl_read(struct ctl *c, uint64_t ino, size_t *len)
 		*len = 0;
 		return strdup("");
 	}
+}
+
+char *ctl_stats_text(struct ctl *c, size_t *len)
+{
+	struct report_src src = { c->d.st, c->d.cache, c->d.nm, c->d.lists };
+
+	return report_text(&src, len);
 }
 
 void ctl_note_open(struct ctl *c, uint64_t fid, bool ready)

@@ -32,6 +32,7 @@ struct inflight {
 	ssize_t ret;
 	unsigned tries;
 	int64_t due_ms;			/* retry time */
+	int64_t sent_us;		/* this attempt started */
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
 	struct waiter *waiters;
@@ -212,6 +213,7 @@ static void submit(struct fetcher *f, struct inflight *in)
 	in->rd.len = cache_chunk_len(f->c, in->ce, in->n);
 	in->rd.buf = in->cb->data;
 	in->rd.done = backend_done;
+	in->sent_us = now_us();
 	rc = f->be->ops->read(f->be, &in->rd);
 	if (rc < 0) {
 		in->ret = rc;
@@ -547,6 +549,7 @@ static void complete(struct fetcher *f, struct inflight *in)
 	bool stored;
 	uint64_t sum;
 
+	stats_note_latency(f->st, now_us() - in->sent_us);
 	if (ret >= 0 && (size_t)ret != want)
 		ret = -ESTALE;		/* shorter than listed: it changed */
 	if (ret < 0) {

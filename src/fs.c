@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "fs.h"
-#include "report.h"
 #include "log.h"
 
 #define XATTR_STATS	"user.fusefs.stats"
@@ -715,7 +714,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	if (ino == NS_ROOT_INO && !strcmp(name, XATTR_STATS)) {
 		size_t tlen;
-		char *t = report_text(fs->d->st, fs->d->cache, fs->d->nm, &tlen);
+		char *t = ctl_stats_text(fs->d->ctl, &tlen);
 
 		if (!t) {
 			fuse_reply_err(req, ENOMEM);

@@ -404,28 +404,46 @@ void list_report_print(const struct list_report *r, FILE *f)
 	}
 }
 
+enum { K_POS, K_FILES, K_NEXT, K_EPOCHS, K_LEADF, K_LEADB, K_HIT, K_LAST, K_N };
+
+static int64_t list_value(const struct rlist *r, int k)
+{
+	switch (k) {
+	case K_POS:
+		return r->pos;
+	case K_FILES:
+		return r->cur ? r->cur->n : 0;
+	case K_NEXT:
+		return r->next ? r->next->n : 0;
+	case K_EPOCHS:
+		return r->epochs;
+	case K_LEADF:
+		return r->lead_files;
+	case K_LEADB:
+		return r->lead_bytes;
+	case K_HIT:
+		return r->cur && r->cur->opened ?
+		       (int64_t)(r->cur->ready * 1000 / r->cur->opened) : 0;
+	default:
+		return r->last_ratio < 0 ? -1 : (int64_t)(r->last_ratio * 1000);
+	}
+}
+
 void lists_print(struct lists *l, FILE *f)
 {
+	static const char *const keys[K_N] = {
+		"position", "files", "next_epoch_files", "epochs_done",
+		"lead_files", "lead_bytes", "hit_ratio_permille",
+		"last_hit_ratio_permille",
+	};
 	unsigned i;
+	int k;
 
 	pthread_mutex_lock(&l->lock);
-	for (i = 0; i < l->n; i++) {
-		struct rlist *r = l->l[i];
-		uint64_t n = r->cur ? r->cur->n : 0;
-
-		fprintf(f, "list_%s_position %u\nlist_%s_files %" PRIu64
-			"\nlist_%s_next_epoch_files %u\nlist_%s_epochs_done %" PRIu64
-			"\nlist_%s_lead_files %" PRIu64 "\nlist_%s_lead_bytes %" PRIu64
-			"\nlist_%s_hit_ratio_permille %" PRIu64
-			"\nlist_%s_last_hit_ratio_permille %" PRId64 "\n",
-			r->name, r->pos, r->name, n, r->name,
-			r->next ? r->next->n : 0, r->name, r->epochs,
-			r->name, r->lead_files, r->name, r->lead_bytes,
-			r->name, r->cur && r->cur->opened ?
-			r->cur->ready * 1000 / r->cur->opened : 0,
-			r->name, r->last_ratio < 0 ? (int64_t)-1 :
-			(int64_t)(r->last_ratio * 1000));
-	}
+	for (k = 0; k < K_N; k++)	/* grouped by name, for Prometheus */
+		for (i = 0; i < l->n; i++)
+			fprintf(f, "list_%s{list=\"%s\"} %" PRId64 "\n", keys[k],
+				l->l[i]->name, list_value(l->l[i], k));
 	pthread_mutex_unlock(&l->lock);
 }
 

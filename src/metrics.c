@@ -21,9 +21,9 @@
 
 struct metrics {
 	struct MHD_Daemon *d;
-	struct stats *st;
-	struct cache *c;
-	struct nsmgr *nm;
+	struct report_src src;
+	const char *family;	/* rendering: the last # TYPE written */
+	size_t family_len;
 };
 
 /* "127.0.0.1:9464", "[::1]:9464" -> @ss; false if anything is off */
@@ -77,7 +77,7 @@ static bool is_gauge(const char *name, size_t n)
 	};
 	size_t i;
 
-	if (n > 3 && !strncmp(name, "ns_", 3))
+	if (n > 3 && (!strncmp(name, "ns_", 3) || !strncmp(name, "list_", 5)))
 		return true;
 	for (i = 0; i < ARRAY_SIZE(gauges); i++)
 		if (strlen(gauges[i]) == n && !strncmp(name, gauges[i], n))
@@ -85,32 +85,73 @@ static bool is_gauge(const char *name, size_t n)
 	return false;
 }
 
-/* one "name value" report line -> TYPE line and sample; bad lines skipped */
-static void render_line(FILE *f, const char *line, size_t len)
+#define LAT_PREFIX	"backend_read_us_"
+
+/*
+ * The backend latency counters (stats.h: backend_read_us_le_N cumulative,
+ * _sum, _count) as one Prometheus histogram in seconds.
+ */
+static void render_latency(FILE *f, const char *line, size_t len)
 {
-	const char *sp = memchr(line, ' ', len);
+	const char *name = line + strlen(LAT_PREFIX), *sp = memchr(line, ' ', len);
+	unsigned long long v;
+
+	if (!sp)
+		return;
+	v = strtoull(sp + 1, NULL, 10);
+	if (!strncmp(name, "le_inf ", 7))
+		fprintf(f, "fusefs_backend_read_seconds_bucket{le=\"+Inf\"} %llu\n", v);
+	else if (!strncmp(name, "le_", 3))
+		fprintf(f, "fusefs_backend_read_seconds_bucket{le=\"%g\"} %llu\n",
+			strtoull(name + 3, NULL, 10) / 1e6, v);
+	else if (!strncmp(name, "sum ", 4))
+		fprintf(f, "fusefs_backend_read_seconds_sum %.6f\n", v / 1e6);
+	else if (!strncmp(name, "count ", 6))
+		fprintf(f, "fusefs_backend_read_seconds_count %llu\n", v);
+}
+
+/*
+ * One report line, "name value" or 'name{labels} value', as a sample, with
+ * a # TYPE line when a new family starts; bad lines skipped.
+ */
+static void render_line(struct metrics *m, FILE *f, const char *line,
+			size_t len)
+{
+	const char *sp = memchr(line, ' ', len), *brace = memchr(line, '{', len);
 	size_t n, i;
 
 	if (!sp || sp == line || sp + 1 == line + len)
 		return;
-	n = sp - line;
+	n = (brace && brace < sp ? brace : sp) - line;
 	for (i = 0; i < n; i++)
 		if (!isalnum((unsigned char)line[i]) && line[i] != '_')
 			return;
-	fprintf(f, "# TYPE fusefs_%.*s %s\nfusefs_%.*s %.*s\n", (int)n, line,
-		is_gauge(line, n) ? "gauge" : "counter", (int)n, line,
-		(int)(len - n - 1), sp + 1);
+	if (!strncmp(line, LAT_PREFIX, strlen(LAT_PREFIX))) {
+		if (!m->family || strncmp(m->family, LAT_PREFIX, strlen(LAT_PREFIX)))
+			fputs("# TYPE fusefs_backend_read_seconds histogram\n", f);
+		m->family = line;
+		m->family_len = n;
+		render_latency(f, line, len);
+		return;
+	}
+	if (!m->family || m->family_len != n || strncmp(m->family, line, n))
+		fprintf(f, "# TYPE fusefs_%.*s %s\n", (int)n, line,
+			is_gauge(line, n) ? "gauge" : "counter");
+	m->family = line;
+	m->family_len = n;
+	fprintf(f, "fusefs_%.*s\n", (int)len, line);
 }
 
 /* Prometheus text exposition format 0.0.4; malloc'ed, NULL on ENOMEM */
 static char *render(struct metrics *m, size_t *len)
 {
 	size_t rlen, off = 0;
-	char *report = report_text(m->st, m->c, m->nm, &rlen), *out = NULL;
+	char *report = report_text(&m->src, &rlen), *out = NULL;
 	FILE *f;
 
 	if (!report)
 		return NULL;
+	m->family = NULL;	/* requests are served one at a time */
 	f = open_memstream(&out, len);
 	if (f) {
 		while (off < rlen) {
@@ -119,7 +160,7 @@ static char *render(struct metrics *m, size_t *len)
 
 			if (nl)
 				n = nl - report - off;
-			render_line(f, report + off, n);
+			render_line(m, f, report + off, n);
 			off += n + 1;
 		}
 		fputs("# TYPE fusefs_up gauge\nfusefs_up 1\n", f);
@@ -190,8 +231,8 @@ static void on_mhd_error(void *cls, const char *fmt, va_list ap)
 	log_err("metrics: %s", msg);
 }
 
-int metrics_start(struct metrics **out, const char *addr, struct stats *st,
-		  struct cache *c, struct nsmgr *nm)
+int metrics_start(struct metrics **out, const char *addr,
+		  const struct report_src *src)
 {
 	struct sockaddr_storage ss;
 	struct metrics *m;
@@ -204,9 +245,7 @@ int metrics_start(struct metrics **out, const char *addr, struct stats *st,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->st = st;
-	m->c = c;
-	m->nm = nm;
+	m->src = *src;
 	if (ss.ss_family == AF_INET6) {
 		flags |= MHD_USE_IPv6;
 		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);

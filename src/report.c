@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lists.h"
 #include "report.h"
 
-char *report_text(struct stats *st, struct cache *c, struct nsmgr *nm,
-		  size_t *len)
+char *report_text(const struct report_src *src, size_t *len)
 {
+	struct stats *st = src->st;
+	struct cache *c = src->cache;
+	struct nsmgr *nm = src->nm;
 	const struct ns_stats *s;
 	uint64_t used, limit, files, skipped = 0;
 	char *text = NULL;
@@ -33,6 +36,8 @@ char *report_text(struct stats *st, struct cache *c, struct nsmgr *nm,
 		fprintf(f, "ns_skipped_%s %" PRIu64 "\n", pathmap_kind_name(k),
 			s->skipped[k]);
 	nsmgr_unlock(nm);
+	if (src->lists)
+		lists_print(src->lists, f);
 	if (fclose(f)) {
 		free(text);
 		return NULL;

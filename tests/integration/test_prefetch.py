@@ -71,7 +71,7 @@ def test_list_is_prefetched_in_order_ahead_of_reader(mounter, shards, tmp_path):
     st = fusefs_prefetch.status(m.mnt, "rank0")
     assert "position 32" in st and "hit_ratio 1.000" in st
     r = run_fusefs("status", m.mnt)
-    assert "list_rank0_position 32" in r.stdout
+    assert 'list_position{list="rank0"} 32' in r.stdout
 
 
 def test_list_larger_than_cache_keeps_the_window(mounter, shards, tmp_path):

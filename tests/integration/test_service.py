@@ -452,9 +452,15 @@ def scrape(port, path="/metrics"):
             _, _, name, kind = line.split()
             types[name] = kind
         elif line and not line.startswith("#"):
-            name, value = line.split()
+            name, value = line.rsplit(" ", 1)
             samples[name] = float(value)
-    assert set(samples) == set(types), text       # every sample has a TYPE
+    for name in samples:                           # every sample has a TYPE
+        fam = name.split("{")[0]
+        for suffix in ("_bucket", "_sum", "_count"):
+            base = fam[:-len(suffix)]
+            if fam.endswith(suffix) and types.get(base) == "histogram":
+                fam = base
+        assert fam in types, (name, text)
     return samples, types
 
 
@@ -490,6 +496,16 @@ def test_metrics_endpoint_counters_move(ceph, tmp_path, daemons):
     assert (mnt / "a").read_bytes()
     after, _ = scrape(port)
     assert after["fusefs_reads"] > before["fusefs_reads"]
+    # backend latency histogram, cumulative buckets in seconds
+    assert types["fusefs_backend_read_seconds"] == "histogram"
+    assert after["fusefs_backend_read_seconds_count"] >= 1
+    assert after['fusefs_backend_read_seconds_bucket{le="+Inf"}'] == \
+        after["fusefs_backend_read_seconds_count"]
+    # per-list prefetch state, labelled by list
+    (mnt / ".fusefs" / "lists" / "rank-0").write_text("a\n")
+    listed, types = scrape(port)
+    assert listed['fusefs_list_position{list="rank-0"}'] >= 0
+    assert types["fusefs_list_lead_bytes"] == "gauge"
     assert after["fusefs_bytes_from_backend"] >= before["fusefs_bytes_from_backend"] + (2 << 20)
     assert wait_for(lambda: scrape(port)[0]["fusefs_cache_bytes_used"] >= 2 << 20)
     with pytest.raises(urllib.error.HTTPError) as e:
