@@ -137,8 +137,9 @@ def test_sigkill_mid_read_then_remount(mounter, sized, store, tmp_path):
         assert hashlib.sha256(f.read()).digest() == hashlib.sha256(want).digest()
     s = m2.stats()
     assert s["checksum_failures"] == 0
-    # what was cached before the kill was reused, the rest fetched
-    assert 0 < s["bytes_from_backend"] < len(want), s
+    # what was cached before the kill was reused, the rest fetched (how much
+    # the reader got through before the kill depends on timing)
+    assert s["bytes_from_backend"] <= len(want) - 30 * MiB, s
 
 
 def data_files(cache):
