@@ -430,8 +430,9 @@ static int cmd_mount(int argc, char **argv)
 	notify_send("STOPPING=1\nSTATUS=unmounted, saving the cache index");
 out:
 	metrics_stop(metrics);
-	prefetch_destroy(pf);
+	prefetch_stop(pf);
 	fetch_destroy(fetch);
+	prefetch_destroy(pf);
 	ctl_destroy(ctl);
 	lists_destroy(lists);
 	cache_close(cache);

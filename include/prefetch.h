@@ -24,6 +24,11 @@ struct prefetcher;
 
 int prefetch_create(struct prefetcher **out, struct lists *l,
 		    struct nsmgr *nm, struct cache *c, struct fetcher *f);
+/*
+ * prefetch_stop() - no new prefetches; fetches in flight still call back,
+ * so free with prefetch_destroy() only after fetch_destroy() drained them.
+ */
+void prefetch_stop(struct prefetcher *p);
 void prefetch_destroy(struct prefetcher *p);
 /* prefetch_kick() - something changed (a list, a reader's position) */
 void prefetch_kick(struct prefetcher *p);

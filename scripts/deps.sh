@@ -18,6 +18,8 @@ PKGS=(
   attr s3cmd
   dpkg-dev debhelper fakeroot python3-yaml man-db
   systemd
+  rclone s3fs python3-matplotlib iproute2 e2fsprogs curl
+  libssl-dev openssl socat
 )
 
 missing=()

@@ -20,7 +20,7 @@ struct prefetcher {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop, kicked;
+	bool stop, kicked, stopped;
 	bool full;		/* a prefetched chunk was not admitted */
 	uint64_t *fids;
 };
@@ -193,15 +193,23 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	return 0;
 }
 
-void prefetch_destroy(struct prefetcher *p)
+void prefetch_stop(struct prefetcher *p)
 {
-	if (!p)
+	if (!p || p->stopped)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = true;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
+	p->stopped = true;
+}
+
+void prefetch_destroy(struct prefetcher *p)
+{
+	if (!p)
+		return;
+	prefetch_stop(p);
 	fetch_on_prefetch_done(p->f, NULL, NULL);
 	free(p->fids);
 	free(p);

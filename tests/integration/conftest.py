@@ -138,12 +138,19 @@ class Mount:
     def umount(self, check=True):
         if self.proc is None:
             return
-        subprocess.run(["fusermount3", "-u", self.mnt], check=False)
+        um = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True,
+                            text=True)
         try:
             rc = self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
+            # say why, for the next one who sees this
+            stacks = subprocess.run(
+                ["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
+                 "thread apply all bt 12"], capture_output=True, text=True).stdout
             self.kill()
-            raise AssertionError("fusefs did not exit after unmount")
+            raise AssertionError(f"fusefs did not exit after unmount (fusermount3: "
+                                 f"{um.returncode} {um.stderr})\n{stacks[-6000:]}\n"
+                                 f"{self.log()[-3000:]}")
         self.proc = None
         self.logf.close()
         log = self.log()

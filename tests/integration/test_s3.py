@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import BUCKET, run_fusefs
+from conftest import BUCKET, run_fusefs, wait_for
 
 MiB = 1 << 20
 
@@ -129,6 +129,48 @@ def test_object_overwritten_between_reads(mounter, s3store):
     time.sleep(1.5)
     with open(m.path("obj"), "rb") as f:          # a new open gets the new object
         assert f.read() == rnd(3 * MiB, 2)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_https_endpoint_with_ca_file(mounter, s3store, tmp_path):
+    """radosgw behind a TLS front (socat) with a self-signed certificate"""
+    import socket
+    key, crt = tmp_path / "key.pem", tmp_path / "crt.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", key, "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    port = free_port()
+    rgw = s3store.ceph.s3_endpoint.rsplit(":", 1)[1]
+    proxy = subprocess.Popen(
+        ["socat", f"OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,"
+         f"cert={crt},key={key},verify=0", f"TCP:127.0.0.1:{rgw}"],
+        stderr=subprocess.DEVNULL)
+    try:
+        def up():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+        assert wait_for(up)
+        s3store.put("tls/f", b"over https")
+        url = f"https://127.0.0.1:{port}"
+        m = mounter("tls", "--endpoint", url, "--ca-file", str(crt), store=s3store)
+        assert open(m.path("f"), "rb").read() == b"over https"
+        # the same endpoint without trusting that CA: refused, clearly
+        (tmp_path / "m2").mkdir()
+        r = run_fusefs("mount", f"s3://{BUCKET}/tls", str(tmp_path / "m2"), "-f",
+                       "--cache-dir", str(tmp_path / "c2"), "--endpoint", url,
+                       "--connect-timeout", "5", env=s3store.env)
+        assert r.returncode == 1 and "cannot reach" in r.stderr, r.stderr
+        assert "certificate" in r.stderr.lower(), r.stderr
+    finally:
+        proxy.terminate()
+        proxy.wait()
 
 
 def test_radosgw_stopped_mid_read_and_restarted(mounter, s3store):
