@@ -29,6 +29,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
  * so free with prefetch_destroy() only after fetch_destroy() drained them.
  */
 void prefetch_stop(struct prefetcher *p);
+/* prefetch_destroy() - after fetch_destroy() (or before fetch_create()) */
 void prefetch_destroy(struct prefetcher *p);
 /* prefetch_kick() - something changed (a list, a reader's position) */
 void prefetch_kick(struct prefetcher *p);

@@ -210,7 +210,7 @@ void prefetch_destroy(struct prefetcher *p)
 	if (!p)
 		return;
 	prefetch_stop(p);
-	fetch_on_prefetch_done(p->f, NULL, NULL);
+	/* the fetcher, drained and freed before, holds no callback to us */
 	free(p->fids);
 	free(p);
 }
