@@ -51,6 +51,18 @@ check test: all unit
 
 bench: all
 	bench/run.sh $(BIN)
+	$(MAKE) --no-print-directory bench-s3 bench-epoch
+
+# S3 backend vs curl/s3cmd and local disk (docs/benchmarks-s3.md), ~1.5 min
+bench-s3: all
+	/usr/bin/python3 bench/s3.py --bin $(BIN)
+
+# epochs through a tbf-limited link, fusefs vs s3fs and rclone (docs/benchmarks-epoch.md),
+# ~15 min; needs root, netns, loop devices
+bench-epoch: all
+	/usr/bin/python3 bench/epoch.py --bin $(BIN) --out /tmp/fusefs-bench-epoch.json
+	/usr/bin/python3 bench/plot.py /tmp/fusefs-bench-epoch.json /tmp/fusefs-bench-epoch.png
+.PHONY: bench-s3 bench-epoch
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs

@@ -1,0 +1,491 @@
+#!/usr/bin/python3
+"""fusefs epoch benchmark (issue 4 item 8; `make bench-epoch`; docs/benchmarks-epoch.md).
+
+A throwaway Ceph cluster (mon, memstore OSD, mgr, radosgw) runs inside a network namespace
+reached only through a veth pair shaped with tbf (bench/netns.sh). Two datasets live in one
+bucket on that radosgw, with a local copy of each:
+
+  shards  --shards files of --shard-mib MiB (default 16 x 32 MiB = 512 MiB)
+  small   --small-files files of ~--small-kib KiB (uniform +-10 %), in 16 directories
+          (default 5,000 x ~100 KiB = ~490 MiB; the issue asks for 20,000)
+
+For each dataset, cache/dataset ratio (--ratios, default 1.2 and 0.5) and mode, a fresh
+mount with an empty cache reads --epochs (3) shuffled epochs; each epoch's order is a
+seeded permutation, the same for every mode. Before each epoch the page cache is dropped
+(sync; echo 3 > /proc/sys/vm/drop_caches). --threads (4) readers take the next file of
+the epoch's order from a shared queue and read it with 1 MiB read() calls, checking each
+file's CRC32 against the local copy. Before epoch 1 the tree is walked once (untimed),
+as a loader does to build its file index.
+
+Modes (--modes):
+  fusefs-list   fusefs s3:// mount, --evict auto, with lists: at the start of epoch e the
+                orders of e (if not yet published) and e+1 are published through the mount
+                (python/fusefs_prefetch.publish), exactly as PrefetchingSampler does
+  fusefs-heat   the same mount, no list (auto = heat without lists)
+  fusefs-lru    the same mount with --evict lru, no list
+  s3fs          s3fs -o use_cache on a loop-mounted ext4 file system, ensure_diskfree set so
+                that exactly cache bytes are usable (s3fs has no cache size limit)
+  rclone        rclone mount --vfs-cache-mode full --vfs-cache-max-size CACHE
+                --vfs-cache-poll-interval 1s (the cap is enforced at each poll,
+                default every minute)
+Every mount uses the same cache size (ratio x dataset bytes), the same radosgw and link.
+
+Reported per epoch: time, throughput (dataset bytes / time) as a fraction of the link rate
+and of a local-disk read of the same order (same readers, page cache dropped), the
+backend bytes (fusefs: bytes_from_backend; all modes: bytes received on the host end of
+the veth, which includes HTTP/TCP overhead), the byte hit ratio 1 - backend/dataset
+(against cache/dataset), and for fusefs stall_us, prefetch counters and the list's
+files-ready-at-open hit ratio. Backend bytes of epoch e are counted from just before its
+page-cache drop to just before the next epoch's (so prefetch done in between counts for
+the epoch that caused it).
+
+Results: JSON (--out) and a table on stdout; bench/plot.py draws the PNG.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+from benchlib import MIB, log  # noqa: E402
+
+sys.path.insert(0, os.path.join(bl.ROOT, "python"))
+from fusefs_prefetch import publish  # noqa: E402
+
+NETNS_SH = os.path.join(bl.HERE, "netns.sh")
+NS_IP = "10.213.0.2"
+BUCKET = "bench"
+LIST_NAME = "bench"
+ALL_MODES = ["fusefs-list", "fusefs-heat", "fusefs-lru", "s3fs", "rclone"]
+
+
+def netns(*args, check=True):
+    r = subprocess.run([NETNS_SH, *args], capture_output=True, text=True, timeout=300)
+    if check and r.returncode != 0:
+        raise RuntimeError("netns.sh %s failed: %s%s" % (" ".join(args), r.stdout, r.stderr))
+    return r.stdout.strip()
+
+
+def veth_rx():
+    return int(netns("bytes").split()[0])
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.bin = os.path.abspath(a.bin)
+        self.work = a.work
+        self.cleanup = bl.Cleanup()
+        self.results = []
+        self.local = {}
+        self.problems = []
+        self.datasets = {}
+        self.endpoint = "http://%s:%d" % (NS_IP, a.rgw_port)
+        self.link_Bps = a.rate_mbit * 1e6 / 8
+
+    def problem(self, msg):
+        log("PROBLEM: " + msg)
+        self.problems.append(msg)
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    def setup(self):
+        a = self.a
+        os.makedirs(self.work, exist_ok=True)
+        self.cleanup.add("rm work", lambda: None if a.keep else bl.rmtree(self.work))
+        for d in ("local", "caches", "mnt", "logs"):
+            os.makedirs(os.path.join(self.work, d), exist_ok=True)
+        self.mnt = os.path.join(self.work, "mnt")
+        self.logs = os.path.join(self.work, "logs")
+        # a namespace left by a killed run, with nothing in it, is removed first
+        if "fzbench" in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                       text=True).stdout.split():
+            pids = subprocess.run(["ip", "netns", "pids", "fzbench"], capture_output=True,
+                                  text=True).stdout.split()
+            if pids:
+                raise RuntimeError("namespace fzbench is in use by pids %s" % pids)
+            netns("down", check=False)
+        netns("up")
+        self.cleanup.add("netns down", lambda: netns("down", check=False))
+        self.ceph_dir = os.path.join(self.work, "ceph")
+        mem = int(2.5 * self.total_bytes()) + (1 << 30)
+        log("starting the cluster in the namespace (memstore %d MiB)" % (mem >> 20))
+        self.cleanup.add("cluster stop", lambda: netns("cluster-stop", self.ceph_dir, check=False))
+        env = dict(os.environ, CEPH_TEST_MON_PORT=str(a.mon_port),
+                   CEPH_TEST_RGW_PORT=str(a.rgw_port))
+        r = subprocess.run([NETNS_SH, "cluster-start", self.ceph_dir, "--rgw", "--mem-bytes",
+                            str(mem)], env=env, capture_output=True, text=True, timeout=400)
+        if r.returncode != 0:
+            raise RuntimeError("cluster start failed:\n%s%s" % (r.stdout, r.stderr[-3000:]))
+        log(r.stdout.strip().splitlines()[-1])
+        self.creds = bl.read_env_file(os.path.join(self.ceph_dir, "s3.env"))
+        self.rgw_pid = int(open(os.path.join(self.ceph_dir, "run", "client.rgw.a.pid")).read())
+        self.make_data()
+        self.upload()
+        netns("shape", str(a.rate_mbit))
+        log("link shaped: tbf %d mbit/s both ways\n%s" % (a.rate_mbit, netns("show")))
+        with open(os.path.join(self.work, "passwd-s3fs"), "w") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write("%s:%s\n" % (self.creds["AWS_ACCESS_KEY_ID"],
+                                 self.creds["AWS_SECRET_ACCESS_KEY"]))
+        open(os.path.join(self.work, "rclone.conf"), "w").close()
+
+    def total_bytes(self):
+        a = self.a
+        n = 0
+        if "shards" in a.datasets:
+            n += a.shards * a.shard_mib * MIB
+        if "small" in a.datasets:
+            n += a.small_files * a.small_kib * 1024
+        return n
+
+    def make_data(self):
+        a = self.a
+        rnd = random.Random(a.seed)
+        t0 = time.time()
+        for ds in a.datasets:
+            root = os.path.join(self.work, "local", ds)
+            files = []
+            if ds == "shards":
+                for i in range(a.shards):
+                    files.append(("shard-%04d.tar" % i, a.shard_mib * MIB))
+            else:
+                lo, hi = int(a.small_kib * 1024 * 0.9), int(a.small_kib * 1024 * 1.1)
+                for i in range(a.small_files):
+                    files.append(("class-%02d/img-%05d.jpg" % (i % 16, i), rnd.randint(lo, hi)))
+            expect = {}
+            for rel, size in files:
+                p = os.path.join(root, rel)
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+                data = os.urandom(size)
+                with open(p, "wb") as f:
+                    f.write(data)
+                expect[rel] = (size, zlib.crc32(data))
+            rels = sorted(expect)
+            orders = []
+            for e in range(1, a.epochs + 2):       # +1: the order published during the last
+                o = list(rels)
+                random.Random(a.seed * 1000 + e).shuffle(o)
+                orders.append(o)
+            self.datasets[ds] = {"root": root, "expect": expect, "files": len(rels),
+                                 "bytes": sum(s for s, _ in expect.values()), "orders": orders}
+            log("dataset %s: %d files, %.1f MiB" % (ds, len(rels),
+                                                    self.datasets[ds]["bytes"] / MIB))
+        log("data generated in %.0f s" % (time.time() - t0))
+
+    def upload(self):
+        t0 = time.time()
+        c = bl.s3_client(self.endpoint, self.creds)
+        c.create_bucket(Bucket=BUCKET)
+        for ds, d in self.datasets.items():
+            bl.upload_tree(c, BUCKET, os.path.join(self.work, "local"),
+                           [ds + "/" + rel for rel in d["expect"]])
+        n = 0
+        for page in c.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+            n += len(page.get("Contents", []))
+        want = sum(d["files"] for d in self.datasets.values())
+        if n != want:
+            raise RuntimeError("bucket holds %d objects, want %d" % (n, want))
+        log("uploaded %d objects in %.0f s (unshaped link)" % (n, time.time() - t0))
+
+    # ---- local disk reference ----------------------------------------------------------------
+
+    def run_local(self, ds):
+        d = self.datasets[ds]
+        secs = []
+        t0 = time.time()
+        for e in range(self.a.epochs):
+            bl.drop_caches()
+            r = bl.read_order(d["root"], d["orders"][e], self.a.threads, d["expect"])
+            if r["errors"] or r["bad"]:
+                raise RuntimeError("local read failed: %r" % (r["errors"] + r["bad"])[:5])
+            secs.append(r["secs"])
+        self.local[ds] = {"secs": secs, "MiBps": [d["bytes"] / s / MIB for s in secs],
+                          "other_work": self.contention.busy(t0, time.time())}
+        log("local disk %s: %s s (%s MiB/s)" % (ds, " ".join("%.2f" % s for s in secs),
+                                                " ".join("%.0f" % x for x in self.local[ds]["MiBps"])))
+
+    # ---- mounts --------------------------------------------------------------------------
+
+    def start_mount(self, mode, ds, cache_bytes, tag):
+        a = self.a
+        cdir = os.path.join(self.work, "caches", tag)
+        os.makedirs(cdir)
+        logp = os.path.join(self.logs, tag + ".log")
+        env = bl.clean_env()
+        extra = {"cache_dir": cdir}
+        if mode.startswith("fusefs"):
+            env.update(AWS_ACCESS_KEY_ID=self.creds["AWS_ACCESS_KEY_ID"],
+                       AWS_SECRET_ACCESS_KEY=self.creds["AWS_SECRET_ACCESS_KEY"])
+            cmd = [self.bin, "mount", "s3://%s/%s" % (BUCKET, ds), self.mnt, "-f",
+                   "--endpoint", self.endpoint, "--cache-dir", cdir,
+                   "--cache-size", str(cache_bytes)]
+            if mode == "fusefs-lru":
+                cmd += ["--evict", "lru"]
+            cmd += a.fusefs_args.split()
+        elif mode == "s3fs":
+            img = os.path.join(self.work, "caches", tag + ".img")
+            # ext4 with no reserved blocks; size = cache + margin; ensure_diskfree is then set
+            # from the real free space so that exactly cache_bytes are usable by s3fs
+            size = int(cache_bytes * 1.06) + 96 * MIB
+            with open(img, "wb") as f:
+                f.truncate(size)
+            subprocess.run(["mkfs.ext4", "-q", "-m", "0", "-F", img], check=True)
+            subprocess.run(["mount", "-o", "loop", img, cdir], check=True)
+            self.cleanup.add("umount " + cdir, lambda: subprocess.run(
+                ["umount", "-l", cdir], check=False))
+            st = os.statvfs(cdir)
+            avail = st.f_bavail * st.f_frsize
+            diskfree_mib = (avail - cache_bytes) // MIB
+            if diskfree_mib < 8:
+                raise RuntimeError("s3fs cache fs too small: %d free" % avail)
+            extra.update(loopfs=True, ensure_diskfree_mib=diskfree_mib, fs_avail=avail)
+            cmd = ["s3fs", "%s:/%s" % (BUCKET, ds), self.mnt, "-f",
+                   "-o", "url=%s" % self.endpoint, "-o", "use_path_request_style",
+                   "-o", "passwd_file=%s" % os.path.join(self.work, "passwd-s3fs"),
+                   "-o", "use_cache=%s" % cdir,
+                   "-o", "ensure_diskfree=%d" % diskfree_mib] + a.s3fs_args.split()
+        elif mode == "rclone":
+            env.update(RCLONE_CONFIG_FZ_TYPE="s3", RCLONE_CONFIG_FZ_PROVIDER="Ceph",
+                       RCLONE_CONFIG_FZ_ENDPOINT=self.endpoint,
+                       RCLONE_CONFIG_FZ_ACCESS_KEY_ID=self.creds["AWS_ACCESS_KEY_ID"],
+                       RCLONE_CONFIG_FZ_SECRET_ACCESS_KEY=self.creds["AWS_SECRET_ACCESS_KEY"],
+                       RCLONE_CONFIG_FZ_REGION="us-east-1")
+            cmd = ["rclone", "--config", os.path.join(self.work, "rclone.conf"), "mount",
+                   "fz:%s/%s" % (BUCKET, ds), self.mnt, "--vfs-cache-mode", "full",
+                   "--vfs-cache-max-size", "%dB" % cache_bytes,
+                   "--vfs-cache-poll-interval", "1s", "--cache-dir", cdir,
+                   "--dir-cache-time", "1h"] + a.rclone_args.split()
+        else:
+            raise ValueError(mode)
+        extra["cmd"] = " ".join(cmd)
+        return bl.Daemon(mode, cmd, self.mnt, logp, self.cleanup, env=env), cdir, extra
+
+    # ---- one configuration: fresh mount, N epochs -------------------------------------------
+
+    def run_config(self, ds, ratio, mode):
+        a = self.a
+        d = self.datasets[ds]
+        cache_bytes = int(ratio * d["bytes"])
+        tag = "%s-%s-%s" % (ds, ratio, mode)
+        log("==== %s: %s, cache %.0f MiB (%.2f x %.0f MiB)" % (
+            mode, ds, cache_bytes / MIB, ratio, d["bytes"] / MIB))
+        t_mount = time.time()
+        dm, cdir, extra = self.start_mount(mode, ds, cache_bytes, tag)
+        is_fz = mode.startswith("fusefs")
+        try:
+            mount_s = time.time() - t_mount
+            t0 = time.time()
+            n = sum(len(fs) for _, _, fs in os.walk(self.mnt))
+            walk_s = time.time() - t0
+            if n != d["files"]:
+                self.problem("%s: walk found %d files, want %d" % (tag, n, d["files"]))
+            published = set()
+
+            def snap():
+                s = {"t": time.time(), "rx": veth_rx(), "busy": bl.sys_busy(),
+                     "cpu": bl.proc_cpu(dm.pid), "rgw_cpu": bl.proc_cpu(self.rgw_pid)}
+                if is_fz:
+                    s["st"] = bl.fusefs_stats(self.mnt)
+                return s
+
+            snaps, reads, listhit, peak = [], [], [], []
+            for e in range(a.epochs):
+                snaps.append(snap())
+                sampler = bl.PeakSampler(cdir)
+                bl.drop_caches()
+                if mode == "fusefs-list":
+                    for k in (e, e + 1):     # PrefetchingSampler.__iter__: this and next
+                        if k not in published:
+                            publish(self.mnt, d["orders"][k], LIST_NAME)
+                            published.add(k)
+                r = bl.read_order(self.mnt, d["orders"][e], a.threads, d["expect"])
+                reads.append(r)
+                peak.append(sampler.stop())
+                if is_fz:
+                    st = bl.fusefs_stats(self.mnt)
+                    listhit.append(st.get('list_hit_ratio_permille{list="%s"}' % LIST_NAME,
+                                          st.get("list_%s_hit_ratio_permille" % LIST_NAME)))
+                log("  epoch %d: %.1f s, %.1f MiB/s%s" % (
+                    e + 1, r["secs"], r["bytes"] / r["secs"] / MIB,
+                    "" if not (r["errors"] or r["bad"]) else
+                    "  ERRORS %d BAD %d: %s" % (len(r["errors"]), len(r["bad"]),
+                                                 (r["errors"] + r["bad"])[:3])))
+                if r["errors"] or r["bad"]:
+                    self.problem("%s epoch %d: %d read errors, %d wrong files: %s" % (
+                        tag, e + 1, len(r["errors"]), len(r["bad"]),
+                        (r["errors"] + r["bad"])[:5]))
+            snaps.append(snap())
+            cache_used = bl.dir_bytes(cdir)
+            final_stats = bl.fusefs_stats(self.mnt) if is_fz else None
+        finally:
+            dm.stop()
+            if mode == "s3fs":
+                subprocess.run(["umount", cdir], check=False)
+            shutil.rmtree(cdir, ignore_errors=True)
+            if mode == "s3fs":
+                os.unlink(os.path.join(self.work, "caches", tag + ".img"))
+
+        for e in range(a.epochs):
+            s0, s1, r = snaps[e], snaps[e + 1], reads[e]
+            other = self.contention.busy(s0["t"], s1["t"])
+            rx = s1["rx"] - s0["rx"]
+            busy = (s1["busy"][0] - s0["busy"][0]) / max(1, s1["busy"][1] - s0["busy"][1])
+            rec = {"dataset": ds, "ratio": ratio, "mode": mode, "epoch": e + 1,
+                   "dataset_bytes": d["bytes"], "files": d["files"], "cache_bytes": cache_bytes,
+                   "secs": round(r["secs"], 3), "bytes_read": r["bytes"],
+                   "MiBps": round(r["bytes"] / r["secs"] / MIB, 2),
+                   "frac_link": round(r["bytes"] / r["secs"] / self.link_Bps, 3),
+                   "frac_local": round(self.local[ds]["secs"][e] / r["secs"], 3),
+                   "veth_rx_bytes": rx,
+                   "hit_bytes_veth": round(1 - rx / d["bytes"], 3),
+                   "cpu_busy": round(busy, 3),
+                   "daemon_cpu_s": round(s1["cpu"] - s0["cpu"], 2),
+                   "rgw_cpu_s": round(s1["rgw_cpu"] - s0["rgw_cpu"], 2),
+                   "cache_peak_bytes": peak[e], "other_work": other,
+                   "errors": len(r["errors"]), "bad": len(r["bad"])}
+            if is_fz:
+                delta = {k: s1["st"].get(k, 0) - s0["st"].get(k, 0) for k in
+                         ("bytes_from_backend", "hits", "misses", "stall_us", "prefetch_chunks",
+                          "prefetch_wasted_bytes", "evictions", "evicted_bytes",
+                          "revalidations", "backend_reads", "chunks_not_stored",
+                          "readahead_chunks", "chunks_stored")}
+                rec.update(delta)
+                rec["hit_bytes"] = round(1 - delta["bytes_from_backend"] / d["bytes"], 3)
+                rec["list_hit"] = None if listhit[e] is None else listhit[e] / 1000
+            else:
+                rec["hit_bytes"] = rec["hit_bytes_veth"]
+            self.results.append(rec)
+        self.configs.append({"dataset": ds, "ratio": ratio, "mode": mode, "mount_s": round(mount_s, 2),
+                             "walk_s": round(walk_s, 2), "cache_used_end": cache_used,
+                             "final_stats": final_stats, **extra})
+
+    # ---- output --------------------------------------------------------------------------
+
+    def table(self):
+        lines = []
+        w = lines.append
+        w("link %d mbit/s (%.1f MiB/s), %d readers, page cache dropped before each epoch" % (
+            self.a.rate_mbit, self.link_Bps / MIB, self.a.threads))
+        for ds in self.local:
+            w("local disk %s: %s MiB/s per epoch order" % (
+                ds, ", ".join("%.0f" % x for x in self.local[ds]["MiBps"])))
+        w("")
+        w("| data | cache/data | mode | ep | time s | MiB/s | x link | x local | backend MiB "
+          "| veth MiB | hit (bytes) | list hit | stall s | not stored | pf wasted MiB "
+          "| cache peak MiB | cpu |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in self.results:
+            w("| %s | %.1f | %s | %d | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %.2f | %s | %s | %s "
+              "| %s | %.0f | %.0f%% |" % (
+                r["dataset"], r["ratio"], r["mode"], r["epoch"], r["secs"], r["MiBps"],
+                r["frac_link"], r["frac_local"],
+                "%.1f" % (r["bytes_from_backend"] / MIB) if "bytes_from_backend" in r else "-",
+                r["veth_rx_bytes"] / MIB, r["hit_bytes"],
+                "%.2f" % r["list_hit"] if r.get("list_hit") is not None else "-",
+                "%.1f" % (r["stall_us"] / 1e6) if "stall_us" in r else "-",
+                r.get("chunks_not_stored", "-"),
+                "%.1f" % (r["prefetch_wasted_bytes"] / MIB) if "prefetch_wasted_bytes" in r else "-",
+                r["cache_peak_bytes"] / MIB, 100 * r["cpu_busy"]) + (" *" if r["other_work"] else ""))
+        if any(r["other_work"] for r in self.results):
+            w("")
+            w("* other heavy work (tests, another benchmark or cluster) ran during this epoch")
+        if self.problems:
+            w("")
+            w("PROBLEMS:")
+            for p in self.problems:
+                w("  " + p)
+        return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.path.join(bl.ROOT, "build", "bin", "fusefs"))
+    ap.add_argument("--work", default=None, help="scratch dir (default /var/tmp/fusefs-epoch.*)")
+    ap.add_argument("--out", default="/tmp/fusefs-bench-epoch.json")
+    ap.add_argument("--rate-mbit", type=int, default=200)
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--shard-mib", type=int, default=32)
+    ap.add_argument("--small-files", type=int, default=5000)
+    ap.add_argument("--small-kib", type=int, default=100)
+    ap.add_argument("--ratios", default="1.2,0.5")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--datasets", default="shards,small")
+    ap.add_argument("--modes", default=",".join(ALL_MODES))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mon-port", type=int, default=int(os.environ.get("CEPH_TEST_MON_PORT", 6900)))
+    ap.add_argument("--rgw-port", type=int, default=int(os.environ.get("CEPH_TEST_RGW_PORT", 7600)))
+    ap.add_argument("--fusefs-args", default="", help="extra fusefs mount options")
+    ap.add_argument("--s3fs-args", default="", help="extra s3fs options")
+    ap.add_argument("--rclone-args", default="", help="extra rclone mount options")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch dir")
+    a = ap.parse_args()
+    a.ratios = [float(x) for x in a.ratios.split(",")]
+    a.datasets = a.datasets.split(",")
+    a.modes = a.modes.split(",")
+    for m in a.modes:
+        if m not in ALL_MODES:
+            sys.exit("unknown mode %s (modes: %s)" % (m, ", ".join(ALL_MODES)))
+    if os.geteuid() != 0:
+        sys.exit("epoch bench: must run as root (netns, tc, drop_caches, loop mounts)")
+    if not os.access(a.bin, os.X_OK):
+        sys.exit("epoch bench: %s is not executable (run make)" % a.bin)
+    for tool in {"s3fs": "s3fs", "rclone": "rclone"}.items():
+        if tool[0] in a.modes and not shutil.which(tool[1]):
+            sys.exit("epoch bench: %s is not installed (scripts/deps.sh)" % tool[1])
+    if a.work is None:
+        import tempfile
+        a.work = tempfile.mkdtemp(prefix="fusefs-epoch.", dir="/var/tmp")
+
+    b = Bench(a)
+    b.configs = []
+    b.contention = bl.Contention(a.work)
+    info = bl.machine()
+    busy = bl.other_heavy_work()
+    if busy:
+        log("note: other work is running and may skew the numbers:\n  " + "\n  ".join(busy))
+    info["other_work_at_start"] = busy
+    t_start = time.time()
+    rc = 0
+    try:
+        b.setup()
+        for ds in a.datasets:
+            b.run_local(ds)
+        for ds in a.datasets:
+            for ratio in a.ratios:
+                for mode in a.modes:
+                    try:
+                        b.run_config(ds, ratio, mode)
+                    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                        b.problem("%s %s %s failed: %r" % (ds, ratio, mode, e))
+    except BaseException as e:
+        b.problem("aborted: %r" % e)
+        rc = 1
+    finally:
+        b.cleanup.run()
+    info["loadavg_end"] = open("/proc/loadavg").read().strip()
+    info["other_work_seen"] = b.contention.stop()
+    out = {"duration_s": round(time.time() - t_start, 1), "machine": info,
+           "config": {k: v for k, v in vars(a).items()},
+           "link_bytes_per_s": b.link_Bps,
+           "datasets": {k: {"files": v["files"], "bytes": v["bytes"]} for k, v in b.datasets.items()},
+           "local": b.local, "results": b.results, "configs": b.configs, "problems": b.problems}
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(b.table())
+    print("\nrun took %.0f s; JSON results: %s (plot: bench/plot.py %s)" % (
+        out["duration_s"], a.out, a.out))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
