@@ -55,6 +55,8 @@ struct chunkbuf {
 
 struct inflight;		/* fetch.c */
 
+#define CACHE_MEMCHUNKS	12	/* chunks held in memory per open file */
+
 struct centry {
 	uint64_t fid;		/* == the file's inode number */
 	char *key;		/* backend object name */
@@ -73,8 +75,16 @@ struct centry {
 	struct policy_node *pn;	/* heat and eviction order, owned by policy */
 	/* fetch.c's, under the same lock */
 	struct inflight *inflight;
-	struct chunkbuf *hot;	/* the last chunk read, kept in memory */
-	uint32_t hot_n;
+	/*
+	 * Chunks kept in memory while the file is open: the last ones
+	 * readers waited for, and read-ahead the cache would not keep
+	 * (so it is not fetched twice).  Replaced round-robin.
+	 */
+	struct memchunk {
+		uint32_t n;
+		struct chunkbuf *cb;
+	} mem[CACHE_MEMCHUNKS];
+	unsigned mem_next;
 	uint32_t seq_next;	/* chunk a sequential reader reads next */
 };
 
@@ -115,6 +125,12 @@ struct centry *cache_hold(struct cache *c, uint64_t fid, const char *key,
  */
 bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
 		  bool prefetch);
+/*
+ * cache_window_at_least() - make the streaming window (lists mode) hold at
+ * least @bytes, at most a quarter of the cache: lists of large shards
+ * need room for a couple of whole files ahead of the reader.
+ */
+void cache_window_at_least(struct cache *c, uint64_t bytes);
 /* cache_free() - bytes under the limit not used or reserved */
 uint64_t cache_free(struct cache *c);
 /* cache_is_complete() - every chunk of @ce is on disk */

@@ -41,6 +41,7 @@ struct list_report {
 	uint64_t rejected[LR_NREASONS];
 	uint64_t first_line[LR_NREASONS];	/* 1-based, 0 = none */
 	uint64_t bytes;				/* sum of accepted sizes */
+	uint64_t max_size;			/* largest accepted file */
 };
 
 /*

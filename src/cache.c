@@ -152,9 +152,19 @@ static struct centry *centry_new(struct cache *c, uint64_t fid,
 	return ce;
 }
 
+static void drop_mem(struct centry *ce)
+{
+	unsigned i;
+
+	for (i = 0; i < CACHE_MEMCHUNKS; i++) {
+		chunkbuf_put(ce->mem[i].cb);
+		ce->mem[i].cb = NULL;
+	}
+}
+
 static void centry_free(struct centry *ce)
 {
-	chunkbuf_put(ce->hot);
+	drop_mem(ce);
 	free(ce->key);
 	free(ce->state);
 	free(ce->sum);
@@ -168,8 +178,7 @@ static void close_files_locked(struct centry *ce)
 	if (ce->dfd >= 0)
 		close(ce->dfd);
 	ce->fd = ce->dfd = -1;
-	chunkbuf_put(ce->hot);
-	ce->hot = NULL;
+	drop_mem(ce);
 }
 
 static int open_files_locked(struct cache *c, struct centry *ce)
@@ -472,6 +481,13 @@ bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
 		ce->pn->stream = was;	/* a dry run decides nothing */
 	cache_unlock(c);
 	return ok;
+}
+
+void cache_window_at_least(struct cache *c, uint64_t bytes)
+{
+	cache_lock(c);
+	c->window = MAX(c->window, MIN(blocks(bytes), c->limit / 4));
+	cache_unlock(c);
 }
 
 uint64_t cache_free(struct cache *c)

@@ -430,6 +430,7 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		fclose(f);
 	}
 	if (!rc) {
+		cache_window_at_least(c->d.cache, 2 * rep.max_size);
 		stat_inc(c->d.st, lists_published);
 		log_info("list '%s' published: %" PRIu64 " of %" PRIu64
 			 " lines accepted", name, rep.accepted, rep.lines);

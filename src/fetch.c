@@ -147,8 +147,11 @@ static struct chunkbuf *mem_chunk_locked(struct centry *ce, uint32_t n)
 {
 	struct inflight *in;
 
-	if (ce->hot && ce->hot_n == n)
-		return ce->hot;
+	unsigned i;
+
+	for (i = 0; i < CACHE_MEMCHUNKS; i++)
+		if (ce->mem[i].cb && ce->mem[i].n == n)
+			return ce->mem[i].cb;
 	if (ce->state[n] == CH_FETCHING) {
 		in = inflight_find_locked(ce, n);
 		if (in && in->ready)
@@ -157,11 +160,19 @@ static struct chunkbuf *mem_chunk_locked(struct centry *ce, uint32_t n)
 	return NULL;
 }
 
+/* keep chunk @n in memory (replacing its older copy or the oldest slot) */
 static void set_hot_locked(struct centry *ce, uint32_t n, struct chunkbuf *cb)
 {
-	chunkbuf_put(ce->hot);
-	ce->hot = chunkbuf_get(cb);
-	ce->hot_n = n;
+	unsigned i, slot = ce->mem_next % CACHE_MEMCHUNKS;
+
+	for (i = 0; i < CACHE_MEMCHUNKS; i++)
+		if (ce->mem[i].cb && ce->mem[i].n == n)
+			slot = i;
+	if (slot == ce->mem_next % CACHE_MEMCHUNKS)
+		ce->mem_next++;
+	chunkbuf_put(ce->mem[slot].cb);
+	ce->mem[slot].cb = chunkbuf_get(cb);
+	ce->mem[slot].n = n;
 }
 
 /* start fetching chunk @n: FETCHING, busy; submitted by submit_all() */
@@ -242,7 +253,7 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 	     nstart < max; n++) {
 		struct inflight *in;
 
-		if (ce->state[n] != CH_ABSENT || (ce->hot && ce->hot_n == n))
+		if (ce->state[n] != CH_ABSENT || mem_chunk_locked(ce, n))
 			continue;
 		if (atomic_load(&f->inflight) >= f->max_inflight)
 			break;
@@ -605,6 +616,9 @@ static void complete(struct fetcher *f, struct inflight *in)
 	inflight_unlink_locked(in, stored);
 	if (stored && in->prefetch && !ce->opens)
 		ce->pn->prefetched = true;
+	/* read ahead for an open file but not kept: keep it for its reader */
+	if (!stored && ce->opens && !ce->stale)
+		set_hot_locked(ce, in->n, in->cb);
 	cache_unlock(f->c);
 	inflight_free(f, in, stored);
 }
@@ -724,7 +738,7 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 		return -EBUSY;
 	cache_lock(f->c);
 	if (n >= ce->nchunks || ce->stale || ce->state[n] != CH_ABSENT ||
-	    (ce->hot && ce->hot_n == n)) {
+	    mem_chunk_locked(ce, n)) {
 		cache_unlock(f->c);
 		return 0;
 	}

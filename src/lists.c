@@ -177,6 +177,7 @@ static struct epoch *parse(const char *text, size_t len,
 			goto out_free;
 		e->n++;
 		e->bytes += size;
+		rep->max_size = MAX(rep->max_size, size);
 		rep->accepted++;
 		rep->bytes += size;
 	}
