@@ -34,6 +34,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import resource
 import shutil
 import signal
 import statistics
@@ -69,6 +70,73 @@ def cpu_seconds(pid):
         fields = f.read().rsplit(")", 1)[1].split()
     # after the comm field: state is fields[0]; utime/stime are stat fields 14/15
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def thread_cpu(pid):
+    """{tid: (comm, cpu seconds)} of every thread of pid."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                raw = f.read()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw.rsplit(")", 1)[1].split()
+        out[tid] = (comm, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return out
+
+
+def thread_cpu_delta(before, after):
+    """CPU seconds per thread name over an interval (threads that exited meanwhile are
+    missing; the process total from cpu_seconds() is exact)."""
+    agg = {}
+    for tid, (comm, t) in after.items():
+        d = t - before.get(tid, (comm, 0.0))[1]
+        if d > 0:
+            agg[comm] = round(agg.get(comm, 0.0) + d, 2)
+    return dict(sorted(agg.items(), key=lambda kv: -kv[1]))
+
+
+def sys_cpu():
+    """(busy, steal, total) jiffies summed over all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    steal = v[7] if len(v) > 7 else 0
+    total = sum(v[:8])
+    return total - idle - steal, steal, total
+
+
+class Meter:
+    """Whole-machine, OSD and reader (this process + children) CPU over one pass."""
+
+    def __init__(self, osd_pid):
+        self.osd_pid = osd_pid
+
+    def __enter__(self):
+        self.sys0 = sys_cpu()
+        self.osd0 = cpu_seconds(self.osd_pid) if self.osd_pid else 0.0
+        self.ru0 = self._ru()
+        return self
+
+    @staticmethod
+    def _ru():
+        s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+            resource.RUSAGE_CHILDREN)
+        return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+    def __exit__(self, *exc):
+        b1, s1, t1 = sys_cpu()
+        b0, s0, t0 = self.sys0
+        self.result = {
+            "machine_busy_pct": round(100.0 * (b1 - b0) / max(1, t1 - t0), 1),
+            "steal_pct": round(100.0 * (s1 - s0) / max(1, t1 - t0), 1),
+            "osd_cpu_s": round((cpu_seconds(self.osd_pid) if self.osd_pid else 0.0)
+                               - self.osd0, 2),
+            "reader_cpu_s": round(self._ru() - self.ru0, 2),
+        }
+        return False
 
 
 # ---- readers ---------------------------------------------------------------------------
@@ -219,7 +287,8 @@ class Mount:
 
 STAT_KEYS = ("bytes_from_backend", "bytes_from_cache", "backend_reads", "readahead_chunks",
              "misses", "hits", "verified_chunks", "checksum_failures", "read_errors",
-             "backend_errors", "chunks_stored", "chunks_not_stored", "revalidations")
+             "backend_errors", "chunks_stored", "chunks_not_stored", "revalidations",
+             "stall_us", "prefetch_chunks")
 
 
 class Bench:
@@ -242,6 +311,8 @@ class Bench:
         self.checks = []   # byte verification results
         self.cache_seq = 0
         self.problems = []
+        self.osd_pid = None
+        self.rados_overhead = None
 
     # -- setup
     def setup(self):
@@ -261,6 +332,8 @@ class Bench:
             self.ceph.put(POOL, "%s/%s" % (PREFIX, n), data)
         os.sync()
         log("dataset ready in %.1f s" % (time.time() - t0))
+        with open(os.path.join(self.ceph.dir, "run", "osd.0.pid")) as f:
+            self.osd_pid = int(f.read().strip())
 
     def new_cache(self):
         self.cache_seq += 1
@@ -270,9 +343,13 @@ class Bench:
         shutil.rmtree(path, ignore_errors=True)
 
     # -- recording
-    def record(self, mode, kind, nbytes, secs, cpu=None, stats=None, extra=None):
+    def record(self, mode, kind, nbytes, secs, meter, cpu=None, stats=None, extra=None):
         s = {"mode": mode, "kind": kind, "bytes": nbytes, "seconds": secs,
              "mib_s": nbytes / MIB / secs}
+        s.update(meter.result)
+        gib = nbytes / GIB
+        s["osd_cpu_s_per_gib"] = s["osd_cpu_s"] / gib
+        s["reader_cpu_s_per_gib"] = s["reader_cpu_s"] / gib
         if cpu is not None:
             s["daemon_cpu_s"] = cpu
             s["daemon_cpu_s_per_gib"] = cpu / (nbytes / GIB)
@@ -281,7 +358,8 @@ class Bench:
         if extra:
             s.update(extra)
         self.samples.append(s)
-        msg = "%-8s %-15s %8.0f MiB/s  %6.2f s" % (mode, kind, s["mib_s"], secs)
+        msg = "%-8s %-15s %8.0f MiB/s  %6.2f s  busy %3.0f%%" % (
+            mode, kind, s["mib_s"], secs, s["machine_busy_pct"])
         if cpu is not None:
             msg += "  daemon %.2f CPU-s/GiB" % s["daemon_cpu_s_per_gib"]
         log(msg)
@@ -304,62 +382,93 @@ class Bench:
     def mnt_paths(self):
         return [os.path.join(self.mnt, n) for n in self.names]
 
+    def meter(self):
+        return Meter(self.osd_pid)
+
     def pass_local_seq(self, mode):
         drop_caches()
-        t0 = time.perf_counter()
-        n, _ = read_files(self.local_paths())
-        return self.record(mode, "local_seq", n, time.perf_counter() - t0)
+        with self.meter() as mt:
+            t0 = time.perf_counter()
+            n, _ = read_files(self.local_paths())
+            secs = time.perf_counter() - t0
+        return self.record(mode, "local_seq", n, secs, mt)
 
     def pass_local_par4(self, mode):
         drop_caches()
-        n, secs, _ = read_parallel(quarters(self.local_paths()))
-        return self.record(mode, "local_par4", n, secs)
+        mt = self.meter()
+        n, secs, _ = read_parallel(quarters(self.local_paths()), before=mt.__enter__)
+        mt.__exit__(None, None, None)
+        return self.record(mode, "local_par4", n, secs, mt)
 
     def _rados_loop_cmd(self, names):
         objs = " ".join("%s/%s" % (PREFIX, n) for n in names)
         return ["bash", "-c", 'for o in %s; do rados -c "$1" -p %s get "$o" /dev/null || exit 1; '
                 'done' % (objs, POOL), "rados-loop", self.ceph.conf_path]
 
+    def rados_cli_overhead(self):
+        """Seconds for 32 `rados stat` runs: process start + connect, no data."""
+        objs = " ".join("%s/%s" % (PREFIX, n) for n in self.names)
+        cmd = ["bash", "-c", 'for o in %s; do rados -c "$1" -p %s stat "$o" >/dev/null || '
+               'exit 1; done' % (objs, POOL), "rados-stat-loop", self.ceph.conf_path]
+        v = []
+        for _ in range(self.a.reps):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True)
+            v.append(time.perf_counter() - t0)
+        self.rados_overhead = {"loop_of": len(self.names), "median_s": statistics.median(v),
+                               "samples_s": v}
+        log("rados CLI overhead: %d x `rados stat` take %.2f s (median)" %
+            (len(self.names), self.rados_overhead["median_s"]))
+
     def pass_rados_seq(self, mode):
         drop_caches()
-        t0 = time.perf_counter()
-        subprocess.run(self._rados_loop_cmd(self.names), check=True)
-        return self.record(mode, "rados_get_seq", self.total, time.perf_counter() - t0)
+        with self.meter() as mt:
+            t0 = time.perf_counter()
+            subprocess.run(self._rados_loop_cmd(self.names), check=True)
+            secs = time.perf_counter() - t0
+        return self.record(mode, "rados_get_seq", self.total, secs, mt)
 
     def pass_rados_par4(self, mode):
         drop_caches()
-        t0 = time.perf_counter()
-        procs = [subprocess.Popen(self._rados_loop_cmd(g)) for g in quarters(self.names)]
-        rcs = [p.wait() for p in procs]
-        secs = time.perf_counter() - t0
+        with self.meter() as mt:
+            t0 = time.perf_counter()
+            procs = [subprocess.Popen(self._rados_loop_cmd(g)) for g in quarters(self.names)]
+            rcs = [p.wait() for p in procs]
+            secs = time.perf_counter() - t0
         if any(rcs):
             raise RuntimeError("rados get loop failed: %r" % rcs)
-        return self.record(mode, "rados_get_par4", self.total, secs)
+        return self.record(mode, "rados_get_par4", self.total, secs, mt)
 
     # -- mount passes
     def timed_mount_pass(self, m, mode, kind, parallel, settle=False):
         s0 = m.stats()
         drop_caches()
+        mt = self.meter()
+
+        def before():
+            mt.__enter__()
+            return cpu_seconds(m.pid), thread_cpu(m.pid)
         if parallel:
-            n, secs, c0 = read_parallel(quarters(self.mnt_paths()),
-                                        before=lambda: cpu_seconds(m.pid))
+            n, secs, (c0, th0) = read_parallel(quarters(self.mnt_paths()), before=before)
         else:
-            c0 = cpu_seconds(m.pid)
+            c0, th0 = before()
             t0 = time.perf_counter()
             n, _ = read_files(self.mnt_paths())
             secs = time.perf_counter() - t0
+        mt.__exit__(None, None, None)
         c_end = cpu_seconds(m.pid)
-        extra = {"daemon_cpu_s_at_reader_end": c_end - c0}
+        extra = {"daemon_cpu_s_at_reader_end": round(c_end - c0, 2)}
         if settle:
             m.settle(self.nchunks)
         c1 = cpu_seconds(m.pid)
+        extra["daemon_threads_cpu_s"] = thread_cpu_delta(th0, thread_cpu(m.pid))
         d = self.delta(s0, m.stats())
         if d["read_errors"] or d["checksum_failures"] or d["backend_errors"]:
             self.problem("%s %s: counters %r" % (mode, kind, d))
         if kind.startswith(("warm", "remount")) and d["bytes_from_backend"]:
             self.problem("%s %s: %d bytes came from the backend in a warm pass" %
                          (mode, kind, d["bytes_from_backend"]))
-        return self.record(mode, kind, n, secs, cpu=c1 - c0, stats=d, extra=extra)
+        return self.record(mode, kind, n, secs, mt, cpu=c1 - c0, stats=d, extra=extra)
 
     def pass_cold(self, mode, parallel):
         cache = self.new_cache()
@@ -449,6 +558,9 @@ class Bench:
                 r["median_daemon_cpu_s_per_gib"] = statistics.median(c)
                 r["min_daemon_cpu_s_per_gib"] = min(c)
                 r["max_daemon_cpu_s_per_gib"] = max(c)
+            for k in ("osd_cpu_s_per_gib", "reader_cpu_s_per_gib", "machine_busy_pct",
+                      "steal_pct"):
+                r["median_" + k] = statistics.median(s[k] for s in g)
             return r
 
         out = {}
@@ -475,7 +587,8 @@ class Bench:
           "every pass; median (min..max) of %d" % (len(self.names), self.a.file_mib,
                                                    self.a.reps))
         w("")
-        w("%-8s %-15s %-24s %s" % ("mode", "pass", "MiB/s", "daemon CPU-s/GiB"))
+        w("%-8s %-15s %-19s %-18s %5s %6s %5s" % ("mode", "pass", "MiB/s", "daemon CPU-s/GiB",
+                                                  "osd", "reader", "busy"))
         order = ["local_seq", "warm_seq", "remount_seq", "local_par4", "warm_par4",
                  "rados_get_seq", "cold_seq", "rados_get_par4", "cold_par4"]
         for mode in self.a.modes:
@@ -483,15 +596,20 @@ class Bench:
                 r = summ[mode]["passes"].get(k)
                 if not r:
                     continue
-                tp = "%5.0f (%4.0f..%4.0f)" % (r["median_mib_s"], r["min_mib_s"],
+                tp = "%4.0f (%4.0f..%4.0f)" % (r["median_mib_s"], r["min_mib_s"],
                                                r["max_mib_s"])
                 cpu = ""
                 if "median_daemon_cpu_s_per_gib" in r:
                     cpu = "%.2f (%.2f..%.2f)" % (r["median_daemon_cpu_s_per_gib"],
                                                  r["min_daemon_cpu_s_per_gib"],
                                                  r["max_daemon_cpu_s_per_gib"])
-                w("%-8s %-15s %-24s %s" % (mode, k, tp, cpu))
-            w("")
+                w("%-8s %-15s %-19s %-18s %5.2f %6.2f %4.0f%%" % (
+                    mode, k, tp, cpu, r["median_osd_cpu_s_per_gib"],
+                    r["median_reader_cpu_s_per_gib"], r["median_machine_busy_pct"]))
+            w("(CPU columns: seconds per GiB read, medians; osd = ceph-osd, reader = the reading"
+          " process(es)")
+        w(" incl. rados CLI and kernel time in them; busy = both vCPUs, % of the pass)")
+        w("")
         w("%-8s %-30s %7s %6s" % ("mode", "ratio (of medians)", "value", "goal"))
         for mode in self.a.modes:
             for name, r in summ[mode]["ratios"].items():
@@ -501,6 +619,20 @@ class Bench:
                                           else "NOT met")
                 w("%-8s %-30s %7.2f %s" % (mode, name, r["ratio"], goal))
         w("")
+        w("daemon CPU seconds by thread name, in the median-speed pass (top 5):")
+        for mode in self.a.modes:
+            for k in ("cold_seq", "warm_seq"):
+                g = sorted((x for x in self.samples if x["mode"] == mode and x["kind"] == k),
+                           key=lambda x: x["mib_s"])
+                if g:
+                    th = g[len(g) // 2].get("daemon_threads_cpu_s", {})
+                    w("  %-8s %-9s %s" % (mode, k, ", ".join(
+                        "%s %.2f" % kv for kv in list(th.items())[:5])))
+        w("")
+        if self.rados_overhead:
+            w("rados CLI start+connect: %d x `rados stat` take %.2f s (median), part of every "
+              "rados_get loop" % (self.rados_overhead["loop_of"],
+                                  self.rados_overhead["median_s"]))
         w("byte checks: " + ", ".join("%s/%s %s" % (c["mode"], c["what"],
                                                     "ok" if c["ok"] else "MISMATCH")
                                       for c in self.checks))
@@ -523,7 +655,10 @@ def machine():
             "lsblk": sh(["lsblk", "-o", "NAME,SIZE,ROTA,TYPE,MOUNTPOINTS"]),
             "df_work": sh(["df", "-hT", "/var/tmp"]),
             "ceph": sh(["ceph", "--version"]),
-            "loadavg_start": open("/proc/loadavg").read().strip()}
+            "loadavg_start": open("/proc/loadavg").read().strip(),
+            "git_head": sh(["git", "-C", ROOT, "rev-parse", "HEAD"]),
+            "git_uncommitted_in_src": sh(["git", "-C", ROOT, "status", "--short", "--",
+                                          "src", "include", "fusefs", "Makefile"])}
 
 
 def main():
@@ -548,6 +683,7 @@ def main():
     rc = 0
     try:
         b.setup()
+        b.rados_cli_overhead()
         for mode in a.modes:
             b.run_mode(mode)
     except BaseException as e:
@@ -562,7 +698,7 @@ def main():
               "config": {"files": a.files, "file_mib": a.file_mib, "reps": a.reps,
                          "read_size": BUF, "modes": a.modes, "pool": POOL, "prefix": PREFIX,
                          "fusefs_args": "--cache-size 4G (other options default)"},
-              "machine": info, "summary": summ, "checks": b.checks, "problems": b.problems,
+              "machine": info, "summary": summ, "rados_cli_overhead": b.rados_overhead, "checks": b.checks, "problems": b.problems,
               "samples": b.samples}
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)

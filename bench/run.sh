@@ -24,9 +24,15 @@ shift || true
 [[ -x $BIN ]] || { echo "bench: $BIN is not executable (run make)" >&2; exit 1; }
 [[ -e /dev/fuse ]] || { echo "bench: /dev/fuse is missing" >&2; exit 1; }
 
+port_free() { ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 if pgrep -x ceph-mon >/dev/null && [[ -z ${CEPH_TEST_MON_PORT:-} ]]; then
-  echo "bench: a ceph-mon is already running; using mon port 6800, rgw port 7490" >&2
-  export CEPH_TEST_MON_PORT=6800 CEPH_TEST_RGW_PORT=7490
+  # 6800 is the agreed alternative, but another cluster's mgr/OSD often hold it
+  # (ceph daemons bind from 6800 up); fall back to a free port below that range.
+  for p in 6800 6790 6791 6792 6793 6794 6795 6796 6797 6798 6799; do
+    if port_free "$p"; then export CEPH_TEST_MON_PORT=$p; break; fi
+  done
+  export CEPH_TEST_RGW_PORT=${CEPH_TEST_RGW_PORT:-7490}
+  echo "bench: a ceph-mon is already running; using mon port ${CEPH_TEST_MON_PORT:?no free port}" >&2
 fi
 
 WORK=$(mktemp -d "${FUSEFS_BENCH_DIR:-/var/tmp}/fusefs-bench.XXXXXX")
