@@ -174,6 +174,26 @@ static size_t body_write(char *data, size_t sz, size_t n, void *arg)
 	return len;
 }
 
+/*
+ * Lock the synchronous handle and point it at @key ("" = the bucket) with
+ * @query; the caller adds its options, performs, unlocks and frees *@hdrs.
+ * @url (URL_MAX bytes) must live until the transfer ends.
+ */
+static int sync_begin(struct s3_be *s, const char *key, const char *query,
+		      char *url, struct curl_slist **hdrs)
+{
+	int rc = make_url(s, key, query, url, URL_MAX);
+
+	if (rc)
+		return rc;
+	*hdrs = base_headers(s);
+	pthread_mutex_lock(&s->sync_lock);
+	setup(s, s->sync);
+	curl_easy_setopt(s->sync, CURLOPT_URL, url);
+	curl_easy_setopt(s->sync, CURLOPT_HTTPHEADER, *hdrs);
+	return 0;
+}
+
 /* GET the bucket with @query into @b; returns -errno, *code the status */
 static int sync_get(struct s3_be *s, const char *query, struct body *b,
 		    long *code)
@@ -183,14 +203,9 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	CURLcode cc;
 	int rc;
 
-	rc = make_url(s, "", query, url, sizeof(url));
+	rc = sync_begin(s, "", query, url, &hdrs);
 	if (rc)
 		return rc;
-	hdrs = base_headers(s);
-	pthread_mutex_lock(&s->sync_lock);
-	setup(s, s->sync);
-	curl_easy_setopt(s->sync, CURLOPT_URL, url);
-	curl_easy_setopt(s->sync, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(s->sync, CURLOPT_WRITEFUNCTION, body_write);
 	curl_easy_setopt(s->sync, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(s->sync, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s * 4);
@@ -306,14 +321,9 @@ static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 	CURLcode cc;
 	int rc;
 
-	rc = make_url(s, key, "", url, sizeof(url));
+	rc = sync_begin(s, key, "", url, &hdrs);
 	if (rc)
 		return rc;
-	hdrs = base_headers(s);
-	pthread_mutex_lock(&s->sync_lock);
-	setup(s, s->sync);
-	curl_easy_setopt(s->sync, CURLOPT_URL, url);
-	curl_easy_setopt(s->sync, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(s->sync, CURLOPT_NOBODY, 1L);
 	curl_easy_setopt(s->sync, CURLOPT_FILETIME, 1L);
 	curl_easy_setopt(s->sync, CURLOPT_HEADERFUNCTION, head_header);
