@@ -179,10 +179,27 @@ static void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void ctl_read_buf(fuse_req_t req, struct ctlbuf *cb, size_t size,
 			 off_t off)
 {
-	if (cb->writing || (size_t)off >= cb->len)
+	size_t n;
+	char *copy;
+
+	if (cb->writing || (size_t)off >= cb->len) {
 		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, cb->buf + off, MIN(size, cb->len - off));
+		return;
+	}
+	/*
+	 * Reply from a copy: once the kernel has the reply, the file may be
+	 * released (and @cb freed) on another thread while this one is still
+	 * returning from writev(), which is where ASan checks the buffer.
+	 */
+	n = MIN(size, cb->len - off);
+	copy = malloc(n);
+	if (!copy) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(copy, cb->buf + off, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
 }
 
 static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
