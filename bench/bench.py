@@ -21,7 +21,10 @@ Every pass reads with 1 MiB read() calls (like cat) and is preceded by
 `sync; echo 3 > /proc/sys/vm/drop_caches`. Each pass is repeated --reps times (default 3);
 the table shows the median (min..max). Daemon CPU = utime+stime of the fusefs process
 (/proc/PID/stat) over the pass; for cold passes it is taken after every fetched chunk was
-stored, so it includes hashing and writing the cache.
+stored, so it includes hashing and writing the cache. Timed passes on a new mount start once
+its bdi read_ahead_kb is raised (fusefs does it 300 ms after mounting). Per pass the JSON
+also has OSD, reader and machine CPU and "other" CPU (processes outside the benchmark).
+Ratios are of medians; one is flagged noisy when an input's max/min exceeds NOISY.
 
 Bytes are checked once per mode and path (untimed passes): a cold read, a warm read and a
 read after a remount are hashed (SHA-1) and compared with the local copy.
@@ -53,6 +56,7 @@ MIB = 1 << 20
 GIB = 1 << 30
 BUF = 1 * MIB
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+NOISY = 1.3  # a ratio is flagged when its numerator's or denominator's max/min exceeds this
 
 
 def log(*a):
@@ -99,24 +103,28 @@ def thread_cpu_delta(before, after):
 
 
 def sys_cpu():
-    """(busy, steal, total) jiffies summed over all CPUs, from /proc/stat."""
+    """(user+nice+system, irq+softirq, steal, total) jiffies over all CPUs (/proc/stat)."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]
     steal = v[7] if len(v) > 7 else 0
     total = sum(v[:8])
-    return total - idle - steal, steal, total
+    return v[0] + v[1] + v[2], v[5] + v[6], steal, total
 
 
 class Meter:
     """Whole-machine, OSD and reader (this process + children) CPU over one pass."""
 
-    def __init__(self, osd_pid):
+    def __init__(self, osd_pid, other_ceph_pids=()):
         self.osd_pid = osd_pid
+        self.other_ceph = list(other_ceph_pids)
+
+    def _ceph_other(self):
+        return sum(cpu_seconds(p) for p in self.other_ceph)
 
     def __enter__(self):
         self.sys0 = sys_cpu()
         self.osd0 = cpu_seconds(self.osd_pid) if self.osd_pid else 0.0
+        self.mon0 = self._ceph_other()
         self.ru0 = self._ru()
         return self
 
@@ -127,10 +135,13 @@ class Meter:
         return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
     def __exit__(self, *exc):
-        b1, s1, t1 = sys_cpu()
-        b0, s0, t0 = self.sys0
+        b1, i1, s1, t1 = sys_cpu()
+        b0, i0, s0, t0 = self.sys0
         self.result = {
-            "machine_busy_pct": round(100.0 * (b1 - b0) / max(1, t1 - t0), 1),
+            "machine_busy_pct": round(100.0 * (b1 + i1 - b0 - i0) / max(1, t1 - t0), 1),
+            "irq_softirq_pct": round(100.0 * (i1 - i0) / max(1, t1 - t0), 1),
+            "machine_task_cpu_s": (b1 - b0) / CLK_TCK,  # user+nice+system, all tasks
+            "mon_mgr_cpu_s": round(self._ceph_other() - self.mon0, 2),
             "steal_pct": round(100.0 * (s1 - s0) / max(1, t1 - t0), 1),
             "osd_cpu_s": round((cpu_seconds(self.osd_pid) if self.osd_pid else 0.0)
                                - self.osd0, 2),
@@ -206,6 +217,7 @@ class Mount:
         self.b, self.cache, self.mode = bench, cache, mode
         self.mnt = bench.mnt
         self.proc = None
+        self.read_ahead_kb = None
 
     def start(self, timeout=60):
         os.makedirs(self.cache, exist_ok=True)
@@ -227,9 +239,26 @@ class Mount:
                 raise RuntimeError("fusefs exited with %d at mount (log %s)" %
                                    (self.proc.returncode, self.b.daemon_log))
             if os.path.ismount(self.mnt):
+                self.wait_readahead()
                 return self
             time.sleep(0.05)
         raise RuntimeError("fusefs not mounted after %ds" % timeout)
+
+    def wait_readahead(self, want=4096, timeout=3.0):
+        """fusefs raises the mount's bdi read_ahead_kb 300 ms after mounting; files opened
+        before that keep the 128 KiB default. Wait for it so every pass sees the same."""
+        dev = os.stat(self.mnt).st_dev
+        path = "/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(dev), os.minor(dev))
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with open(path) as f:
+                    self.read_ahead_kb = int(f.read())
+            except OSError:
+                self.read_ahead_kb = None
+            if (self.read_ahead_kb or 0) >= want or time.time() > deadline:
+                return
+            time.sleep(0.05)
 
     @property
     def pid(self):
@@ -312,6 +341,7 @@ class Bench:
         self.cache_seq = 0
         self.problems = []
         self.osd_pid = None
+        self.mon_mgr_pids = []
         self.rados_overhead = None
 
     # -- setup
@@ -332,8 +362,9 @@ class Bench:
             self.ceph.put(POOL, "%s/%s" % (PREFIX, n), data)
         os.sync()
         log("dataset ready in %.1f s" % (time.time() - t0))
-        with open(os.path.join(self.ceph.dir, "run", "osd.0.pid")) as f:
-            self.osd_pid = int(f.read().strip())
+        pid = lambda d: int(open(os.path.join(self.ceph.dir, "run", d + ".pid")).read())
+        self.osd_pid = pid("osd.0")
+        self.mon_mgr_pids = [pid("mon.a"), pid("mgr.x")]
 
     def new_cache(self):
         self.cache_seq += 1
@@ -357,9 +388,15 @@ class Bench:
             s["stats_delta"] = stats
         if extra:
             s.update(extra)
+        # CPU used on the machine during the pass by processes that are not part of it
+        # (other users of this shared machine): busy - reader - daemon - ceph daemons
+        ours = s["reader_cpu_s"] + s["osd_cpu_s"] + s["mon_mgr_cpu_s"] + \
+            s.get("daemon_cpu_s_at_reader_end", 0.0)
+        s["other_cpu_pct"] = round(max(0.0, s["machine_task_cpu_s"] - ours) /
+                                   (secs * (os.cpu_count() or 1)) * 100, 1)
         self.samples.append(s)
-        msg = "%-8s %-15s %8.0f MiB/s  %6.2f s  busy %3.0f%%" % (
-            mode, kind, s["mib_s"], secs, s["machine_busy_pct"])
+        msg = "%-8s %-15s %8.0f MiB/s  %6.2f s  busy %3.0f%% other %3.0f%%" % (
+            mode, kind, s["mib_s"], secs, s["machine_busy_pct"], s["other_cpu_pct"])
         if cpu is not None:
             msg += "  daemon %.2f CPU-s/GiB" % s["daemon_cpu_s_per_gib"]
         log(msg)
@@ -383,7 +420,7 @@ class Bench:
         return [os.path.join(self.mnt, n) for n in self.names]
 
     def meter(self):
-        return Meter(self.osd_pid)
+        return Meter(self.osd_pid, self.mon_mgr_pids)
 
     def pass_local_seq(self, mode):
         drop_caches()
@@ -457,7 +494,8 @@ class Bench:
             secs = time.perf_counter() - t0
         mt.__exit__(None, None, None)
         c_end = cpu_seconds(m.pid)
-        extra = {"daemon_cpu_s_at_reader_end": round(c_end - c0, 2)}
+        extra = {"daemon_cpu_s_at_reader_end": round(c_end - c0, 2),
+                 "bdi_read_ahead_kb": m.read_ahead_kb}
         if settle:
             m.settle(self.nchunks)
         c1 = cpu_seconds(m.pid)
@@ -559,7 +597,7 @@ class Bench:
                 r["min_daemon_cpu_s_per_gib"] = min(c)
                 r["max_daemon_cpu_s_per_gib"] = max(c)
             for k in ("osd_cpu_s_per_gib", "reader_cpu_s_per_gib", "machine_busy_pct",
-                      "steal_pct"):
+                      "steal_pct", "other_cpu_pct"):
                 r["median_" + k] = statistics.median(s[k] for s in g)
             return r
 
@@ -575,8 +613,11 @@ class Bench:
                     ("cold_par4_vs_rados_get_par4", "cold_par4", "rados_get_par4", None),
                     ("cold_par4_vs_rados_get_seq", "cold_par4", "rados_get_seq", None)):
                 if kinds.get(num) and kinds.get(den):
+                    spread = max(k["max_mib_s"] / k["min_mib_s"]
+                                 for k in (kinds[num], kinds[den]))
                     ratios[name] = {"ratio": kinds[num]["median_mib_s"] /
-                                    kinds[den]["median_mib_s"], "goal": goal}
+                                    kinds[den]["median_mib_s"], "goal": goal,
+                                    "max_spread": spread, "noisy": spread > NOISY}
             out[mode] = {"passes": kinds, "ratios": ratios}
         return out
 
@@ -587,8 +628,9 @@ class Bench:
           "every pass; median (min..max) of %d" % (len(self.names), self.a.file_mib,
                                                    self.a.reps))
         w("")
-        w("%-8s %-15s %-19s %-18s %5s %6s %5s" % ("mode", "pass", "MiB/s", "daemon CPU-s/GiB",
-                                                  "osd", "reader", "busy"))
+        w("%-8s %-15s %-19s %-18s %5s %6s %5s %5s" % ("mode", "pass", "MiB/s",
+                                                      "daemon CPU-s/GiB", "osd", "reader",
+                                                      "busy", "other"))
         order = ["local_seq", "warm_seq", "remount_seq", "local_par4", "warm_par4",
                  "rados_get_seq", "cold_seq", "rados_get_par4", "cold_par4"]
         for mode in self.a.modes:
@@ -603,12 +645,15 @@ class Bench:
                     cpu = "%.2f (%.2f..%.2f)" % (r["median_daemon_cpu_s_per_gib"],
                                                  r["min_daemon_cpu_s_per_gib"],
                                                  r["max_daemon_cpu_s_per_gib"])
-                w("%-8s %-15s %-19s %-18s %5.2f %6.2f %4.0f%%" % (
+                w("%-8s %-15s %-19s %-18s %5.2f %6.2f %4.0f%% %4.0f%%" % (
                     mode, k, tp, cpu, r["median_osd_cpu_s_per_gib"],
-                    r["median_reader_cpu_s_per_gib"], r["median_machine_busy_pct"]))
-            w("(CPU columns: seconds per GiB read, medians; osd = ceph-osd, reader = the reading"
+                    r["median_reader_cpu_s_per_gib"], r["median_machine_busy_pct"],
+                    r["median_other_cpu_pct"]))
+            w("")
+        w("(CPU columns: seconds per GiB read, medians; osd = ceph-osd, reader = the reading"
           " process(es)")
-        w(" incl. rados CLI and kernel time in them; busy = both vCPUs, % of the pass)")
+        w(" incl. rados CLI and kernel time in them; busy = both vCPUs, % of the pass;")
+        w(" other = CPU used meanwhile by processes outside the benchmark, % of both vCPUs)")
         w("")
         w("%-8s %-30s %7s %6s" % ("mode", "ratio (of medians)", "value", "goal"))
         for mode in self.a.modes:
@@ -617,6 +662,8 @@ class Bench:
                 if r["goal"] is not None:
                     goal = ">=%.1f %s" % (r["goal"], "met" if r["ratio"] >= r["goal"]
                                           else "NOT met")
+                if r["noisy"]:
+                    goal += "  (noisy: a max/min spread of %.1f)" % r["max_spread"]
                 w("%-8s %-30s %7.2f %s" % (mode, name, r["ratio"], goal))
         w("")
         w("daemon CPU seconds by thread name, in the median-speed pass (top 5):")
