@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bgthread.h - one background thread that runs a tick function
+ * periodically and when woken.  Every timed loop of the daemon (heat
+ * flush, index writer, re-listing, prefetcher, fetch retries) is one of
+ * these, so none hand-rolls a condition-variable wait.
+ *
+ * Timing is on CLOCK_MONOTONIC: a step of the wall clock neither stalls
+ * nor spins a loop.
+ *
+ * The tick runs on the background thread with no lock of this module
+ * held; it returns how many milliseconds to sleep before the next tick
+ * (BG_PERIOD: the period given at start, 0: run again at once).  A
+ * bgthread_wake() during a tick makes the next tick start at once, so a
+ * wake is never lost.  bgthread_stop() lets a running tick finish, runs
+ * no further tick, and joins the thread.
+ */
+#ifndef FUSEFS_BGTHREAD_H
+#define FUSEFS_BGTHREAD_H
+
+#include <stdint.h>
+
+#define BG_PERIOD	(-1)
+
+struct bgthread;
+
+typedef int64_t (*bg_tick_fn)(void *arg);
+
+/*
+ * bgthread_start() - start a thread that calls @tick(@arg) once now, then
+ * every @period_ms (or what the tick returns) and whenever woken.
+ * Return: 0 or -errno (nothing started).
+ */
+int bgthread_start(struct bgthread **out, const char *name,
+		   int64_t period_ms, bg_tick_fn tick, void *arg);
+/* bgthread_wake() - run the tick as soon as possible; any thread */
+void bgthread_wake(struct bgthread *t);
+/* bgthread_stop() - stop and join; NULL is fine.  Not from the tick. */
+void bgthread_stop(struct bgthread *t);
+
+#endif

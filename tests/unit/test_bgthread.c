@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/* test_bgthread.c - ticks, wakes and stop of bgthread.c */
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bgthread.h"
+#include "runner.h"
+
+struct counter {
+	atomic_int ticks;
+	int64_t ret;
+};
+
+static int64_t count_tick(void *arg)
+{
+	struct counter *c = arg;
+
+	atomic_fetch_add(&c->ticks, 1);
+	return c->ret;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec d = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&d, NULL);
+}
+
+/* first tick at once, then one per period */
+static void test_period(void)
+{
+	struct counter c = { .ret = BG_PERIOD };
+	struct bgthread *t;
+
+	CHECK_INT(bgthread_start(&t, "t-period", 50, count_tick, &c), ==, 0);
+	sleep_ms(275);
+	bgthread_stop(t);
+	CHECK_INT(atomic_load(&c.ticks), >=, 3);
+	CHECK_INT(atomic_load(&c.ticks), <=, 8);
+}
+
+/* a long period: only wakes make ticks */
+static void test_wake(void)
+{
+	struct counter c = { .ret = BG_PERIOD };
+	struct bgthread *t;
+	int i;
+
+	CHECK_INT(bgthread_start(&t, "t-wake", 3600 * 1000, count_tick, &c), ==, 0);
+	for (i = 0; i < 200 && atomic_load(&c.ticks) < 1; i++)
+		sleep_ms(5);
+	CHECK_INT(atomic_load(&c.ticks), ==, 1);
+	bgthread_wake(t);
+	for (i = 0; i < 200 && atomic_load(&c.ticks) < 2; i++)
+		sleep_ms(5);
+	CHECK_INT(atomic_load(&c.ticks), ==, 2);
+	sleep_ms(50);
+	CHECK_INT(atomic_load(&c.ticks), ==, 2);	/* nothing spins */
+	bgthread_stop(t);
+}
+
+/* stop returns promptly even with an hour-long period */
+static void test_stop_prompt(void)
+{
+	struct counter c = { .ret = 3600 * 1000 };
+	struct timespec a, b;
+	struct bgthread *t;
+
+	CHECK_INT(bgthread_start(&t, "t-stop", 10, count_tick, &c), ==, 0);
+	sleep_ms(20);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	bgthread_stop(t);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	CHECK_INT(b.tv_sec - a.tv_sec, <=, 1);
+	CHECK_INT(atomic_load(&c.ticks), ==, 1);
+	bgthread_stop(NULL);
+}
+
+int main(void)
+{
+	runner_name = "bgthread";
+	TEST(test_period);
+	TEST(test_wake);
+	TEST(test_stop_prompt);
+	return runner_done();
+}
