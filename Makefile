@@ -17,7 +17,8 @@ BUILD   := build-san
 endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy cache fetch \
+CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
+          chunkbuf memchunk cache cache_load fetch \
           s3sign s3list lists
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs \
           cfgfile notify metrics

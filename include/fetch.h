@@ -2,7 +2,11 @@
 /*
  * fetch.h - the read path: cache hits, misses, single flight, read-ahead.
  *
- * fetch_read() answers a read of an open file.  A hit is served inline
+ * fetch_read() answers a read of an open file.  The fetcher keeps its
+ * own state (the chunks in flight and their waiters, a bounded set of
+ * chunks in memory, each file's sequential-read position) under the
+ * fetch lock, and changes a chunk's state only through the cache's
+ * claim / store / abandon calls (cache.h).  A hit is served inline
  * on the caller's thread.  A miss never blocks the caller: the request
  * is parked on the chunks it needs, each missing chunk is fetched once
  * however many readers wait for it (single flight), and the completion
@@ -35,8 +39,10 @@ struct fetch_piece {
 
 /*
  * fetch_done_fn - the answer to one fetch_read(): @err 0 and @n pieces
- * (their bytes in order; none past EOF), or a positive errno.  Pieces
- * are valid only during the call.
+ * (their bytes in order; none past EOF), or -errno (-EIO, -ENOMEM,
+ * -ESTALE: the entry was replaced by a newer version).  Pieces are valid
+ * only during the call.  Runs on the caller's thread (a hit) or on a
+ * completion thread, with no lock held.
  */
 typedef void (*fetch_done_fn)(void *arg, int err,
 			      const struct fetch_piece *p, int n);
@@ -56,7 +62,8 @@ void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),
  * fetch_read() - read @size bytes at @off of the open entry @ce.
  * Return: 0 if @done was called or will be called exactly once;
  * -errno if not (nothing sent): -ESTALE for an entry replaced by a
- * newer version of its object, -ENOMEM.
+ * newer version of its object, -ENOMEM, -EIO, -EINVAL (a read spanning
+ * more than 8 chunks).
  */
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg);

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * policy.h - what to keep in the cache.  Pure bookkeeping, no I/O, no
- * locks (the cache serializes calls): the cache tells the policy about
- * files (add, touch, del) and asks it, when space is needed for an
- * incoming file, which resident file to give up -- or whether the
- * incoming file is worth less than everything eligible, in which case it
- * is served but not cached (admission control).
+ * policy.h - what to keep in the cache, and how much room there is.
  *
- * Policies:
+ * The policy owns the space accounting (limit, used, reserved, and with
+ * epoch lists the split between kept and streamed bytes) and decides
+ * admission and victims through one entry point, policy_admit().  It is
+ * pure bookkeeping: no I/O, no locks.  The cache serializes every call
+ * under its own lock and tells the policy what happens to files:
+ * add/del (a cache entry exists or not), touch (an open), charge (bytes
+ * stored or dropped), in_use (open or busy: never a victim).
+ *
+ * Policies (chosen by name only in policy_init()):
  *  "lru"    evict the least recently used; always admit (the baseline).
  *  "heat"   a decayed access frequency per file (half-life configurable);
  *           evict the coldest; admit a newcomer only if its heat before
@@ -15,13 +18,22 @@
  *           scan cannot flush the hot set, and shuffled epochs over a
  *           dataset larger than the cache keep a stable resident subset
  *           instead of cycling.
- *  "auto"   Belady when the future is known: files with a known next use
- *           (the published epoch lists, see lists.h) rank by it, the one
- *           needed furthest in the future goes first, files with no known
- *           use go before any listed one and rank by heat among
- *           themselves; a newcomer is admitted only if it is needed sooner
- *           than the victim.  With no lists it is "heat".
- * Pinned files are never offered as victims.
+ *  "auto"   with a future (policy_set_future(): the published epoch
+ *           lists), Belady: files rank by next use, the one needed
+ *           furthest in the future goes first, files with no known use
+ *           go before any listed one and rank by heat; a newcomer is
+ *           admitted only if it is needed sooner than the victim.  The
+ *           space is split: KEPT files (a stable set up to limit -
+ *           window, replaced only by Belady swaps on demand) and
+ *           STREAMED files (prefetched into the window just ahead of the
+ *           reader, the first to go once read; a streamed file only
+ *           displaces another streamed file, or a file no list reads).
+ *           Without a future it is "heat".
+ * Pinned files and files in use are never offered as victims.
+ *
+ * Units: bytes as the cache counts them (4 KiB blocks).  Invariant kept
+ * by the cache: used + reserved <= limit once admitted reservations are
+ * settled.
  */
 #ifndef FUSEFS_POLICY_H
 #define FUSEFS_POLICY_H
@@ -33,11 +45,13 @@
 
 #define NEXT_USE_NONE	UINT64_MAX
 #define HEAT_MARGIN	1.5
+#define POLICY_MAX_VICTIMS 64
 
 struct policy_node {		/* one per file ever accessed (heat) */
-	struct policy_node *prev, *next;	/* residents, lru order */
+	struct policy_node *prev, *next;	/* entries, lru order */
 	uint64_t fid;
 	uint64_t bytes;		/* bytes read through the daemon */
+	uint64_t cached;	/* bytes on disk of the current version */
 	bool dirty;		/* heat changed since the last flush */
 	int64_t last;		/* last access, seconds */
 	uint64_t count;		/* accesses */
@@ -45,50 +59,96 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	int64_t score_at;
 	double prior;		/* heat just before the latest access */
 	bool pinned;
+	bool in_use;		/* open or busy: not evictable */
 	bool prefetched;	/* cached ahead of use, not opened since */
 	bool stream;		/* staged for one use (lists), not kept */
+	bool marked;		/* chosen as a victim in this admission */
+};
+
+enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
+
+/* the outcome of policy_admit(): evict these, then reserve */
+struct admission {
+	bool stream;		/* cache the newcomer as streamed */
+	bool partial;		/* more victims needed: evict, ask again */
+	struct policy_node *victims[POLICY_MAX_VICTIMS];
 };
 
 struct policy;
 
 struct policy_ops {
 	const char *name;
-	void (*add)(struct policy *p, struct policy_node *n);
-	void (*touch)(struct policy *p, struct policy_node *n, int64_t now);
-	void (*del)(struct policy *p, struct policy_node *n);
 	/*
-	 * victim() - the resident to evict so that @in can be cached, among
-	 * those @eligible(node, arg) accepts; NULL if none, or if @in is
-	 * worth less than the best candidate (then @in is not cached).
+	 * admit() - can @bytes more of @in (NULL: nobody, just get under
+	 * the limit) be cached?  Fills @out with the victims to evict first
+	 * (none if there is room).  Pure: nothing changes.
+	 * Return: the number of victims (0..POLICY_MAX_VICTIMS), or -ENOSPC
+	 * if @in is not worth the room (admission control) or nothing can go.
 	 */
-	struct policy_node *(*victim)(struct policy *p,
-				      const struct policy_node *in,
-				      bool (*eligible)(struct policy_node *n,
-						       void *arg),
-				      void *arg, int64_t now);
+	int (*admit)(const struct policy *p, const struct policy_node *in,
+		     uint64_t bytes, enum admit_kind kind,
+		     struct admission *out, int64_t now);
 };
+
+/*
+ * The future: distance (in files) to @fid's next known use, or
+ * NEXT_USE_NONE.  Called under the cache lock (lock order: cache, then
+ * whatever the callback takes, e.g. the lists lock).
+ */
+typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid);
 
 struct policy {
 	const struct policy_ops *ops;
-	struct policy_node head;	/* every resident, lru order */
+	struct policy_node head;	/* cache entries, lru order */
 	struct htab nodes;		/* fid -> node, every known file */
 	double half_life_s;
-	/* next_use() - distance (in files) to @fid's next known use, or
-	 * NEXT_USE_NONE; NULL means nothing is known (no lists) */
-	uint64_t (*next_use)(void *arg, uint64_t fid);
+	uint64_t limit;			/* bytes the cache may hold */
+	uint64_t used, reserved;	/* on disk; promised to writers */
+	uint64_t used_stream;		/* of used: streamed files */
+	uint64_t window;		/* room kept for streamed files */
+	policy_next_use_fn next_use;	/* NULL: nothing known */
 	void *next_use_arg;
 };
 
 /* policy_init() - @name "lru", "heat" or "auto"; -EINVAL if unknown */
-int policy_init(struct policy *p, const char *name, double half_life_s);
+int policy_init(struct policy *p, const char *name, double half_life_s,
+		uint64_t limit, uint64_t window);
 void policy_release(struct policy *p);
-/* policy_node() - the node of @fid, created (not resident) if new;
+/* policy_node() - the node of @fid, created (not an entry) if new;
  * NULL on ENOMEM.  Nodes live until policy_release(). */
 struct policy_node *policy_node(struct policy *p, uint64_t fid);
-/* policy_resident() - true if @n is linked as a resident */
-bool policy_resident(const struct policy_node *n);
 /* policy_heat() - @n's heat decayed to @now */
 double policy_heat(const struct policy *p, const struct policy_node *n,
 		   int64_t now);
+
+/* policy_add(), policy_del() - @n has a cache entry now, or no more */
+void policy_add(struct policy *p, struct policy_node *n);
+void policy_del(struct policy *p, struct policy_node *n);
+/* policy_touch() - @n was opened at @now (heat, recency) */
+void policy_touch(struct policy *p, struct policy_node *n, int64_t now);
+/* policy_set_future() - where next uses come from (NULL: unknown) */
+void policy_set_future(struct policy *p, policy_next_use_fn fn, void *arg);
+/* policy_grow_window() - room for streamed files: at least @bytes, at
+ * most a quarter of the limit */
+void policy_grow_window(struct policy *p, uint64_t bytes);
+
+/* policy_admit() - see policy_ops.admit */
+int policy_admit(const struct policy *p, const struct policy_node *in,
+		 uint64_t bytes, enum admit_kind kind, struct admission *out,
+		 int64_t now);
+/* policy_reserve() - @bytes admitted for @in (stream: as decided) */
+void policy_reserve(struct policy *p, struct policy_node *in,
+		    uint64_t bytes, bool stream);
+/* policy_settle() - a reservation of @bytes ended: stored for @in, or not */
+void policy_settle(struct policy *p, struct policy_node *in,
+		   uint64_t bytes, bool stored);
+/*
+ * policy_charge() - @delta bytes appeared on (> 0) or left (< 0) the disk
+ * for @n's current version; @n NULL: bytes of no current version (an old
+ * version waiting for its last reader).
+ */
+void policy_charge(struct policy *p, struct policy_node *n, int64_t delta);
+/* policy_free() - bytes under the limit neither used nor reserved */
+uint64_t policy_free(const struct policy *p);
 
 #endif

@@ -266,7 +266,7 @@ static int each_path(struct ctl *c, const char *buf, size_t len,
 
 /* ---- heat ---- */
 
-struct heat_row {
+struct heat_line {
 	char *path;
 	double score;
 	uint64_t count, bytes;
@@ -277,36 +277,36 @@ struct heat_row {
 struct heat_rows {
 	struct ctl *c;
 	struct ns *ns;
-	struct heat_row *v;
+	struct heat_line *v;
 	size_t n, cap;
 };
 
-static int heat_collect(void *arg, const struct policy_node *pn, bool cached)
+static int heat_collect(void *arg, const struct heat_row *r)
 {
 	struct heat_rows *h = arg;
-	const struct ns_node *n = ns_get(h->ns, pn->fid);
+	const struct ns_node *n = ns_get(h->ns, r->fid);
 
-	if (!n || n->is_dir || !pn->count)
+	if (!n || n->is_dir || !r->count)
 		return 0;
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? h->cap * 2 : 1024;
-		struct heat_row *v = realloc(h->v, cap * sizeof(*v));
+		struct heat_line *v = realloc(h->v, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		h->v = v;
 		h->cap = cap;
 	}
-	h->v[h->n++] = (struct heat_row){
-		.path = strdup(n->path), .score = pn->score,
-		.count = pn->count, .bytes = pn->bytes, .last = pn->last,
-		.cached = cached };
+	h->v[h->n++] = (struct heat_line){
+		.path = strdup(n->path), .score = r->score,
+		.count = r->count, .bytes = r->bytes, .last = r->last,
+		.cached = r->cached };
 	return 0;
 }
 
 static int heat_cmp(const void *a, const void *b)
 {
-	const struct heat_row *x = a, *y = b;
+	const struct heat_line *x = a, *y = b;
 
 	return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
@@ -430,11 +430,10 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		fclose(f);
 	}
 	if (!rc) {
-		cache_window_at_least(c->d.cache, 2 * rep.max_size);
 		stat_inc(c->d.st, lists_published);
 		log_info("list '%s' published: %" PRIu64 " of %" PRIu64
 			 " lines accepted", name, rep.accepted, rep.lines);
-		prefetch_kick(c->d.pf);
+		prefetch_published(c->d.pf, rep.max_size);
 	} else {
 		log_warn("list '%s' rejected: %" PRIu64 " lines, none usable",
 			 name, rep.lines);

@@ -7,13 +7,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "bgthread.h"
 #include "fetch.h"
 #include "hash.h"
+#include "htab.h"
 #include "log.h"
+#include "memchunk.h"
 
 #define COMPLETION_THREADS	2
 #define BACKOFF_MS		100
 #define BACKOFF_MAX_MS		2000
+#define SEQ_SLOTS		1024	/* sequential-read state, by file */
+#define MAX_READ_CHUNKS		8	/* reads are <= 1 MiB, chunks >= 1 MiB */
 
 struct preq;
 
@@ -22,11 +27,18 @@ struct waiter {
 	struct waiter *next;
 };
 
-/* one chunk being fetched; lives in ce->inflight while FETCHING */
+/* which chunk: a file's version and a chunk number */
+struct chunk_id {
+	uint64_t fid, gen;
+	uint32_t n;
+};
+
+/* one chunk being fetched; in f->inflight while its claim lasts */
 struct inflight {
 	struct fetcher *f;
 	struct centry *ce;		/* busy reference held */
-	uint32_t n;
+	struct chunk_id id;
+	uint64_t key;			/* id_key(&id) */
 	struct chunkbuf *cb;
 	struct backend_read rd;
 	ssize_t ret;
@@ -36,7 +48,6 @@ struct inflight {
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
 	struct waiter *waiters;
-	struct inflight *next;		/* in ce->inflight */
 	struct inflight *qnext;		/* completion or retry queue */
 };
 
@@ -55,6 +66,11 @@ struct preq {
 	struct chunkbuf *bufs[];	/* nn entries, NULL: read from disk */
 };
 
+struct seq_slot {
+	uint64_t fid, gen;
+	uint32_t next;			/* chunk a sequential reader reads next */
+};
+
 struct fetcher {
 	struct cache *c;
 	struct backend *be;
@@ -69,12 +85,21 @@ struct fetcher {
 	void (*on_stale)(void *arg, uint64_t fid);
 	void *stale_arg;
 
-	pthread_mutex_t qlock;		/* guards the queues below */
-	pthread_cond_t qcond;
+	/*
+	 * The fetch lock: guards the in-flight table, the chunks in memory,
+	 * the sequential-read state and every waiter list.  Taken before
+	 * the cache lock (cache.h); nothing is called back under it.
+	 */
+	pthread_mutex_t lock;
+	struct htab tab;		/* chunk_key -> inflight */
+	struct memchunks mem;
+	struct seq_slot seq[SEQ_SLOTS];
+
+	pthread_mutex_t qlock;		/* guards the queues; a leaf lock */
 	struct inflight *qhead, *qtail;	/* completed reads */
 	struct inflight *retry;		/* waiting for due_ms */
-	bool stop;
-	pthread_t threads[COMPLETION_THREADS];
+	unsigned wake_next;
+	struct bgthread *threads[COMPLETION_THREADS];
 };
 
 static pthread_key_t tl_key;
@@ -132,69 +157,70 @@ static int64_t now_ms(void)
 	return now_us() / 1000;
 }
 
-static struct inflight *inflight_find_locked(struct centry *ce, uint32_t n)
+static uint64_t id_key(const struct chunk_id *id)
 {
-	struct inflight *in;
+	return hash64(id, sizeof(*id), 0x6368756e6bULL);
+}
 
-	for (in = ce->inflight; in; in = in->next)
-		if (in->n == n)
-			return in;
+static uint64_t inflight_key(const void *item)
+{
+	return ((const struct inflight *)item)->key;
+}
+
+static struct chunk_id chunk_of(const struct cache_ident *ci, uint32_t n)
+{
+	struct chunk_id id;
+
+	memset(&id, 0, sizeof(id));	/* hashed whole, padding included */
+	id.fid = ci->fid;
+	id.gen = ci->gen;
+	id.n = n;
+	return id;
+}
+
+static struct inflight *inflight_find_locked(struct fetcher *f,
+					     const struct chunk_id *id)
+{
+	struct inflight *in = htab_get(&f->tab, id_key(id));
+
+	if (in && in->id.fid == id->fid && in->id.gen == id->gen &&
+	    in->id.n == id->n)
+		return in;
 	return NULL;
 }
 
-/* the bytes of chunk @n available in memory, or NULL */
-static struct chunkbuf *mem_chunk_locked(struct centry *ce, uint32_t n)
+/* the bytes of chunk @id available in memory, or NULL */
+static struct chunkbuf *mem_chunk_locked(struct fetcher *f,
+					 const struct chunk_id *id)
 {
+	struct chunkbuf *cb = memchunks_get(&f->mem, id->fid, id->gen, id->n);
 	struct inflight *in;
 
-	unsigned i;
-
-	for (i = 0; i < CACHE_MEMCHUNKS; i++)
-		if (ce->mem[i].cb && ce->mem[i].n == n)
-			return ce->mem[i].cb;
-	if (ce->state[n] == CH_FETCHING) {
-		in = inflight_find_locked(ce, n);
-		if (in && in->ready)
-			return in->cb;
-	}
-	return NULL;
+	if (cb)
+		return cb;
+	in = inflight_find_locked(f, id);
+	return in && in->ready ? in->cb : NULL;
 }
 
-/* keep chunk @n in memory (replacing its older copy or the oldest slot) */
-static void set_hot_locked(struct centry *ce, uint32_t n, struct chunkbuf *cb)
-{
-	unsigned i, slot = ce->mem_next % CACHE_MEMCHUNKS;
-
-	for (i = 0; i < CACHE_MEMCHUNKS; i++)
-		if (ce->mem[i].cb && ce->mem[i].n == n)
-			slot = i;
-	if (slot == ce->mem_next % CACHE_MEMCHUNKS)
-		ce->mem_next++;
-	chunkbuf_put(ce->mem[slot].cb);
-	ce->mem[slot].cb = chunkbuf_get(cb);
-	ce->mem[slot].n = n;
-}
-
-/* start fetching chunk @n: FETCHING, busy; submitted by submit_all() */
+/* start fetching claimed chunk @id of @ce; submitted by the caller */
 static struct inflight *start_locked(struct fetcher *f, struct centry *ce,
-				     uint32_t n)
+				     const struct chunk_id *id)
 {
 	struct inflight *in = calloc(1, sizeof(*in));
 
 	if (!in)
 		return NULL;
 	in->cb = chunkbuf_new(f->cs);
-	if (!in->cb) {
+	in->f = f;
+	in->ce = ce;
+	in->id = *id;
+	in->key = id_key(id);
+	if (!in->cb || htab_put(&f->tab, in)) {
+		chunkbuf_put(in->cb);
 		free(in);
 		return NULL;
 	}
-	in->f = f;
-	in->ce = ce;
-	in->n = n;
-	in->next = ce->inflight;
-	ce->inflight = in;
-	ce->state[n] = CH_FETCHING;
-	cache_busy_get_locked(ce);
+	cache_busy_get(f->c, ce);
 	atomic_fetch_add(&f->inflight, 1);
 	return in;
 }
@@ -203,6 +229,8 @@ static void backend_done(struct backend_read *rd, ssize_t ret);
 
 static void complete_push(struct fetcher *f, struct inflight *in)
 {
+	unsigned t;
+
 	pthread_mutex_lock(&f->qlock);
 	in->qnext = NULL;
 	if (f->qtail)
@@ -210,18 +238,21 @@ static void complete_push(struct fetcher *f, struct inflight *in)
 	else
 		f->qhead = in;
 	f->qtail = in;
-	pthread_cond_signal(&f->qcond);
+	t = f->wake_next++ % COMPLETION_THREADS;
 	pthread_mutex_unlock(&f->qlock);
+	bgthread_wake(f->threads[t]);
 }
 
 static void submit(struct fetcher *f, struct inflight *in)
 {
+	struct cache_ident ci;
 	int rc;
 
-	in->rd.key = in->ce->key;
-	in->rd.version = in->ce->version;
-	in->rd.off = (uint64_t)in->n * f->cs;
-	in->rd.len = cache_chunk_len(f->c, in->ce, in->n);
+	cache_ident(in->ce, &ci);
+	in->rd.key = ci.key;
+	in->rd.version = ci.version;
+	in->rd.off = (uint64_t)in->id.n * f->cs;
+	in->rd.len = cache_chunk_len(f->c, in->ce, in->id.n);
 	in->rd.buf = in->cb->data;
 	in->rd.done = backend_done;
 	in->sent_us = now_us();
@@ -230,6 +261,14 @@ static void submit(struct fetcher *f, struct inflight *in)
 		in->ret = rc;
 		complete_push(f, in);
 	}
+}
+
+static void submit_all(struct fetcher *f, struct inflight **start, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		submit(f, start[i]);
 }
 
 static void backend_done(struct backend_read *rd, ssize_t ret)
@@ -242,38 +281,50 @@ static void backend_done(struct backend_read *rd, ssize_t ret)
 
 /* queue read-ahead of the chunks after @last for a sequential reader */
 static int readahead_locked(struct fetcher *f, struct centry *ce,
-			    uint32_t first, uint32_t last,
-			    struct inflight **start, int nstart, int max)
+			    const struct cache_ident *ci, uint32_t first,
+			    uint32_t last, struct inflight **start, int nstart,
+			    int max)
 {
+	struct seq_slot *s = &f->seq[ci->fid % SEQ_SLOTS];
 	uint32_t n;
 
-	if (first != ce->seq_next && first + 1 != ce->seq_next)
+	if (s->fid != ci->fid || s->gen != ci->gen) {
+		s->fid = ci->fid;
+		s->gen = ci->gen;
+		s->next = 0;
+	}
+	if (first != s->next && first + 1 != s->next)
 		goto out;
-	for (n = last + 1; n <= last + f->readahead && n < ce->nchunks &&
+	for (n = last + 1; n <= last + f->readahead && n < ci->nchunks &&
 	     nstart < max; n++) {
+		struct chunk_id id = chunk_of(ci, n);
 		struct inflight *in;
 
-		if (ce->state[n] != CH_ABSENT || mem_chunk_locked(ce, n))
+		if (mem_chunk_locked(f, &id))
 			continue;
 		if (atomic_load(&f->inflight) >= f->max_inflight)
 			break;
-		in = start_locked(f, ce, n);
-		if (!in)
+		if (cache_claim(f->c, ce, n) != CH_ABSENT)
+			continue;
+		in = start_locked(f, ce, &id);
+		if (!in) {
+			cache_abandon(f->c, ce, n);
 			break;
+		}
 		stat_inc(f->st, readahead_chunks);
 		start[nstart++] = in;
 	}
 out:
-	ce->seq_next = last + 1;
+	s->next = last + 1;
 	return nstart;
 }
 
-/* answer @pr from memory buffers and the cache file; drops its refs */
+/* answer a read from memory buffers and the cache file; drops @bufs */
 static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		  size_t len, uint32_t n0, uint32_t nn,
 		  struct chunkbuf **bufs, fetch_done_fn done, void *arg)
 {
-	struct fetch_piece p[8];
+	struct fetch_piece p[MAX_READ_CHUNKS];
 	uint64_t pos = off, end = off + len;
 	uint32_t i;
 	int np = 0, err = 0;
@@ -310,11 +361,10 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 
 			if (p[i].mem)
 				continue;
-			at = buf ? cache_pread(f->c, ce, p[i].off, p[i].len, buf) : NULL;
-			if (!at) {
-				err = EIO;
+			err = buf ? cache_pread(f->c, ce, p[i].off, p[i].len,
+						buf, &at) : -ENOMEM;
+			if (err)
 				break;
-			}
 			p[i].mem = at;
 			buf += ((p[i].len + 4095) & ~4095UL) + 8192;
 		}
@@ -332,11 +382,13 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 
 static void preq_finish(struct fetcher *f, struct preq *pr)
 {
+	uint32_t i;
+
 	stat_add(f->st, stall_us, now_us() - pr->parked_us);
 	if (pr->err) {
 		stat_inc(f->st, read_errors);
 		pr->done(pr->arg, pr->err, NULL, 0);
-		for (uint32_t i = 0; i < pr->nn; i++)
+		for (i = 0; i < pr->nn; i++)
 			chunkbuf_put(pr->bufs[i]);
 	} else {
 		serve(f, pr->ce, pr->off, pr->len, pr->n0, pr->nn, pr->bufs,
@@ -346,142 +398,185 @@ static void preq_finish(struct fetcher *f, struct preq *pr)
 	free(pr);
 }
 
+/*
+ * Verify the first UNVERIFIED chunk of @n0..@n1 not in memory, if any.
+ * Return: 1 one was looked at (look again), 0 none, -errno.
+ */
+static int verify_one(struct fetcher *f, struct centry *ce,
+		      const struct cache_ident *ci, uint32_t n0, uint32_t n1)
+{
+	struct chunkbuf *cb;
+	uint32_t n;
+	int rc, st = CH_ABSENT;
+
+	pthread_mutex_lock(&f->lock);
+	for (n = n0; n <= n1; n++) {
+		struct chunk_id id = chunk_of(ci, n);
+
+		if (mem_chunk_locked(f, &id))
+			continue;
+		st = cache_chunk_state(f->c, ce, n);
+		if (st == CH_UNVERIFIED || st < 0)
+			break;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (st < 0)
+		return st;
+	if (n > n1)
+		return 0;
+	cb = chunkbuf_new(f->cs);
+	if (!cb)
+		return -ENOMEM;
+	rc = cache_verify_chunk(f->c, ce, n, cb);
+	if (rc == 0) {
+		pthread_mutex_lock(&f->lock);
+		memchunks_put(&f->mem, ci->fid, ci->gen, n, cb);
+		pthread_mutex_unlock(&f->lock);
+	}
+	chunkbuf_put(cb);
+	return rc == 0 || rc == -EBADMSG || rc == -EAGAIN ? 1 : rc;
+}
+
+/* park @pr (created on first use) on @in */
+static int wait_on_locked(struct fetcher *f, struct preq **prp,
+			  struct inflight *in, const struct preq *proto,
+			  uint32_t nn)
+{
+	struct waiter *w;
+	struct preq *pr = *prp;
+
+	if (!pr) {
+		pr = calloc(1, sizeof(*pr) + nn * sizeof(pr->bufs[0]));
+		if (!pr)
+			return -ENOMEM;
+		memcpy(pr, proto, sizeof(*pr));
+		pr->parked_us = now_us();
+		cache_busy_get(f->c, pr->ce);
+		*prp = pr;
+	}
+	w = malloc(sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->pr = pr;
+	w->next = in->waiters;
+	in->waiters = w;
+	pr->nwait++;
+	stat_inc(f->st, misses);
+	return 0;
+}
+
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg)
 {
-	struct chunkbuf *bufs[8] = { NULL };
-	struct inflight *start[80];
-	struct preq *pr = NULL;
+	struct chunkbuf *bufs[MAX_READ_CHUNKS] = { NULL };
+	struct inflight *start[MAX_READ_CHUNKS + 64];
+	struct preq *pr = NULL, proto;
+	struct cache_ident ci;
 	uint32_t n0, n1, nn, n, i;
-	int nstart = 0, tries;
+	int nstart = 0, tries, rc = 0;
+	bool parked;
 	size_t len;
 
 	stat_inc(f->st, reads);
-	if (off >= ce->size || !size) {
+	cache_ident(ce, &ci);
+	if (off >= ci.size || !size) {
 		done(arg, 0, NULL, 0);
 		return 0;
 	}
-	len = MIN((uint64_t)size, ce->size - off);
+	len = MIN((uint64_t)size, ci.size - off);
 	n0 = off / f->cs;
 	n1 = (off + len - 1) / f->cs;
 	nn = n1 - n0 + 1;
-	if (nn > ARRAY_SIZE(bufs))
-		return -EINVAL;		/* reads are <= 1 MiB, chunks >= 1 MiB */
+	if (nn > MAX_READ_CHUNKS || n1 >= ci.nchunks)
+		return -EINVAL;
+	if (cache_chunk_state(f->c, ce, n0) == -ESTALE)
+		return -ESTALE;		/* replaced: no bytes of it any more */
 	cache_note_read(f->c, ce, len);
 
-	for (tries = 0;; tries++) {
-		int verify = -1, wait = 0;
+	tries = 0;
+again:
+	/* chunks from an earlier run are checked before anything is served */
+	while ((rc = verify_one(f, ce, &ci, n0, n1)) == 1)
+		if (++tries > 16)
+			return -EIO;
+	if (rc < 0)
+		return rc;
 
-		cache_lock(f->c);
-		if (ce->stale) {
-			cache_unlock(f->c);
-			return -ESTALE;
+	memset(&proto, 0, sizeof(proto));
+	proto.done = done;
+	proto.arg = arg;
+	proto.ce = ce;
+	proto.off = off;
+	proto.len = len;
+	proto.n0 = n0;
+	proto.nn = nn;
+
+	pthread_mutex_lock(&f->lock);
+	for (n = n0, i = 0; n <= n1 && !rc; n++, i++) {
+		struct chunk_id id = chunk_of(&ci, n);
+		struct chunkbuf *cb = mem_chunk_locked(f, &id);
+		struct inflight *in;
+		int st;
+
+		if (cb) {
+			bufs[i] = chunkbuf_get(cb);
+			continue;
 		}
-		for (n = n0; n <= n1; n++) {
-			if (mem_chunk_locked(ce, n) || ce->state[n] == CH_PRESENT)
-				continue;
-			if (ce->state[n] == CH_UNVERIFIED) {
-				verify = n;
+		st = cache_claim(f->c, ce, n);
+		if (st == CH_PRESENT)
+			continue;
+		if (st < 0 || st == CH_UNVERIFIED) {
+			/* replaced meanwhile, or a chunk went back to be checked */
+			rc = st < 0 ? st : -EAGAIN;
+			break;
+		}
+		in = inflight_find_locked(f, &id);
+		if (st == CH_ABSENT) {
+			in = start_locked(f, ce, &id);
+			if (!in) {
+				cache_abandon(f->c, ce, n);
+				rc = -ENOMEM;
 				break;
 			}
-			wait++;
-		}
-		if (verify >= 0 && tries < 16) {
-			struct chunkbuf *cb = chunkbuf_new(f->cs);
-
-			cache_busy_get_locked(ce);
-			cache_unlock(f->c);
-			if (!cb) {
-				cache_busy_put(f->c, ce);
-				return -ENOMEM;
-			}
-			if (cache_verify_chunk(f->c, ce, verify, cb) == 0) {
-				cache_lock(f->c);
-				set_hot_locked(ce, verify, cb);
-				cache_unlock(f->c);
-			}
-			chunkbuf_put(cb);
-			cache_busy_put(f->c, ce);
-			continue;
-		}
-		break;
-	}
-	/* locked here */
-	for (n = n0, i = 0; n <= n1; n++, i++) {
-		struct chunkbuf *cb = mem_chunk_locked(ce, n);
-
-		if (cb)
-			bufs[i] = chunkbuf_get(cb);
-	}
-	for (n = n0, i = 0; n <= n1; n++, i++) {
-		struct inflight *in;
-
-		if (bufs[i] || ce->state[n] == CH_PRESENT)
-			continue;
-		if (!pr) {
-			pr = calloc(1, sizeof(*pr) + nn * sizeof(pr->bufs[0]));
-			if (!pr)
-				goto out_nomem;
-			pr->done = done;
-			pr->arg = arg;
-			pr->ce = ce;
-			pr->off = off;
-			pr->len = len;
-			pr->n0 = n0;
-			pr->nn = nn;
-			pr->parked_us = now_us();
-			cache_busy_get_locked(ce);
-		}
-		in = ce->state[n] == CH_FETCHING ? inflight_find_locked(ce, n) : NULL;
-		if (!in) {
-			in = start_locked(f, ce, n);
-			if (!in)
-				goto out_nomem;
 			start[nstart++] = in;
 		}
-		struct waiter *w = malloc(sizeof(*w));
-		if (!w)
-			goto out_nomem;
-		w->pr = pr;
-		w->next = in->waiters;
-		in->waiters = w;
-		pr->nwait++;
-		stat_inc(f->st, misses);
+		if (!in) {
+			rc = -EIO;	/* FETCHING without a fetch: a bug */
+			log_err("chunk %u of '%s' is claimed but not fetched",
+				n, ci.key);
+			break;
+		}
+		rc = wait_on_locked(f, &pr, in, &proto, nn);
 	}
-	nstart = readahead_locked(f, ce, n0, n1, start, nstart,
-				  ARRAY_SIZE(start));
-	if (pr)
+	if (!rc)
+		nstart = readahead_locked(f, ce, &ci, n0, n1, start, nstart,
+					  ARRAY_SIZE(start));
+	if (pr) {
 		memcpy(pr->bufs, bufs, nn * sizeof(bufs[0]));
-	cache_unlock(f->c);
+		if (rc)
+			pr->err = rc == -ESTALE ? rc : -EIO;
+	}
+	parked = pr && pr->nwait;	/* pr is not ours once unlocked */
+	pthread_mutex_unlock(&f->lock);
+	submit_all(f, start, nstart);
 
-	for (i = 0; i < (uint32_t)nstart; i++)
-		submit(f, start[i]);
-	if (!pr) {
+	if (parked)
+		return 0;		/* answered when the chunks arrive */
+	if (pr) {			/* nobody waits: undo */
+		cache_busy_put(f->c, ce);
+		free(pr);
+	} else if (!rc) {
 		stat_inc(f->st, hits);
 		serve(f, ce, off, len, n0, nn, bufs, done, arg);
-	}
-	return 0;
-
-out_nomem:
-	/* parked waiters stay valid: the request fails when they complete */
-	if (pr && pr->nwait) {
-		pr->err = ENOMEM;
-		memcpy(pr->bufs, bufs, nn * sizeof(bufs[0]));
-		cache_unlock(f->c);
-		for (i = 0; i < (uint32_t)nstart; i++)
-			submit(f, start[i]);
 		return 0;
 	}
-	if (pr) {
-		ce->busy--;		/* nobody waits: undo, entry is open */
-		free(pr);
-	}
-	cache_unlock(f->c);
-	for (i = 0; i < (uint32_t)nstart; i++)
-		submit(f, start[i]);
-	for (i = 0; i < nn; i++)
+	for (i = 0; i < nn; i++) {
 		chunkbuf_put(bufs[i]);
-	return -ENOMEM;
+		bufs[i] = NULL;
+	}
+	if (rc == -EAGAIN && ++tries <= 16)
+		goto again;
+	return rc;
 }
 
 static bool retriable(ssize_t ret)
@@ -503,7 +598,7 @@ static struct preq *wake_locked(struct inflight *in, int err)
 		if (err)
 			pr->err = err;
 		else
-			pr->bufs[in->n - pr->n0] = chunkbuf_get(in->cb);
+			pr->bufs[in->id.n - pr->n0] = chunkbuf_get(in->cb);
 		if (--pr->nwait == 0) {
 			pr->next = ready;
 			ready = pr;
@@ -524,20 +619,6 @@ static void finish_all(struct fetcher *f, struct preq *ready)
 	}
 }
 
-/* the chunk is settled: PRESENT if stored, else ABSENT; in leaves ce */
-static void inflight_unlink_locked(struct inflight *in, bool stored)
-{
-	struct centry *ce = in->ce;
-	struct inflight **pp;
-
-	ce->state[in->n] = stored ? CH_PRESENT : CH_ABSENT;
-	for (pp = &ce->inflight; *pp; pp = &(*pp)->next)
-		if (*pp == in) {
-			*pp = in->next;
-			break;
-		}
-}
-
 static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
 	if (in->prefetch) {
@@ -551,46 +632,53 @@ static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 	free(in);
 }
 
+/* back to the backend after a delay */
+static void retry_later(struct fetcher *f, struct inflight *in, ssize_t ret,
+			const char *key)
+{
+	int64_t delay = MIN((int64_t)BACKOFF_MS << in->tries, BACKOFF_MAX_MS);
+
+	in->tries++;
+	stat_inc(f->st, backend_retries);
+	log_warn("reading '%s' chunk %u: %s, retry %u in %lld ms", key,
+		 in->id.n, strerror((int)-ret), in->tries, (long long)delay);
+	in->due_ms = now_ms() + delay;
+	pthread_mutex_lock(&f->qlock);
+	in->qnext = f->retry;
+	f->retry = in;
+	pthread_mutex_unlock(&f->qlock);
+}
+
 static void complete(struct fetcher *f, struct inflight *in)
 {
-	struct centry *ce = in->ce;
-	uint32_t want = cache_chunk_len(f->c, ce, in->n);
+	uint32_t want = cache_chunk_len(f->c, in->ce, in->id.n);
+	struct cache_ident ci;
 	ssize_t ret = in->ret;
 	struct preq *ready;
-	bool stored;
+	int rc;
 	uint64_t sum;
 
+	cache_ident(in->ce, &ci);
 	stats_note_latency(f->st, now_us() - in->sent_us);
 	if (ret >= 0 && (size_t)ret != want)
 		ret = -ESTALE;		/* shorter than listed: it changed */
 	if (ret < 0) {
 		stat_inc(f->st, backend_errors);
 		if (retriable(ret) && in->tries < f->retries) {
-			int64_t delay = MIN((int64_t)BACKOFF_MS << in->tries,
-					    BACKOFF_MAX_MS);
-
-			in->tries++;
-			stat_inc(f->st, backend_retries);
-			log_warn("reading '%s' chunk %u: %s, retry %u in %lld ms",
-				 ce->key, in->n, strerror((int)-ret), in->tries,
-				 (long long)delay);
-			in->due_ms = now_ms() + delay;
-			pthread_mutex_lock(&f->qlock);
-			in->qnext = f->retry;
-			f->retry = in;
-			pthread_mutex_unlock(&f->qlock);
+			retry_later(f, in, ret, ci.key);
 			return;
 		}
-		log_err("reading '%s' chunk %u failed: %s", ce->key, in->n,
+		log_err("reading '%s' chunk %u failed: %s", ci.key, in->id.n,
 			ret == -ESTALE ? "object changed in the backend" :
 			strerror((int)-ret));
 		if (ret == -ESTALE && f->on_stale)
-			f->on_stale(f->stale_arg, ce->fid);
+			f->on_stale(f->stale_arg, ci.fid);
 		/* settle the chunk first: a new reader must start afresh */
-		cache_lock(f->c);
-		ready = wake_locked(in, EIO);
-		inflight_unlink_locked(in, false);
-		cache_unlock(f->c);
+		pthread_mutex_lock(&f->lock);
+		ready = wake_locked(in, -EIO);
+		htab_del(&f->tab, in->key);
+		cache_abandon(f->c, in->ce, in->id.n);
+		pthread_mutex_unlock(&f->lock);
 		finish_all(f, ready);
 		inflight_free(f, in, false);
 		return;
@@ -602,79 +690,66 @@ static void complete(struct fetcher *f, struct inflight *in)
 	memset(in->cb->data + ret, 0, ((ret + 4095) & ~4095L) - ret);
 	sum = hash64(in->cb->data, ret, 0);
 
-	cache_lock(f->c);
+	pthread_mutex_lock(&f->lock);
 	in->ready = true;
 	if (in->waiters)
-		set_hot_locked(ce, in->n, in->cb);
+		memchunks_put(&f->mem, ci.fid, ci.gen, in->id.n, in->cb);
 	ready = wake_locked(in, 0);
-	cache_unlock(f->c);
+	pthread_mutex_unlock(&f->lock);
 	finish_all(f, ready);		/* answer first, persist after */
 
-	stored = cache_store_chunk(f->c, ce, in->n, in->cb, sum,
-				   in->prefetch) == 0;
-	cache_lock(f->c);
-	inflight_unlink_locked(in, stored);
-	if (stored && in->prefetch && !ce->opens)
-		ce->pn->prefetched = true;
-	/* read ahead for an open file but not kept: keep it for its reader */
-	if (!stored && ce->opens && !ce->stale)
-		set_hot_locked(ce, in->n, in->cb);
-	cache_unlock(f->c);
-	inflight_free(f, in, stored);
+	rc = cache_store_chunk(f->c, in->ce, in->id.n, in->cb, sum,
+			       in->prefetch ? ADMIT_PREFETCH : ADMIT_DEMAND);
+	pthread_mutex_lock(&f->lock);
+	htab_del(&f->tab, in->key);
+	if (rc) {
+		cache_abandon(f->c, in->ce, in->id.n);
+		/* read ahead for an open file but not kept: keep it for its
+		 * reader, so it is not fetched twice */
+		if (cache_is_open(f->c, in->ce))
+			memchunks_put(&f->mem, ci.fid, ci.gen, in->id.n, in->cb);
+	}
+	pthread_mutex_unlock(&f->lock);
+	inflight_free(f, in, rc == 0);
 }
 
-static void *completion_main(void *arg)
+/* one completion thread's tick: resubmit due retries, drain the queue */
+static int64_t completion_tick(void *arg)
 {
 	struct fetcher *f = arg;
+	int64_t now = now_ms(), next_due = INT64_MAX;
+	struct inflight *in, **pp, *due = NULL;
 
 	pthread_mutex_lock(&f->qlock);
-	for (;;) {
-		struct inflight *in, **pp;
-		int64_t now = now_ms(), next_due = INT64_MAX;
-
-		/* move due retries back to the backend */
-		for (pp = &f->retry; (in = *pp);) {
-			if (in->due_ms <= now) {
-				*pp = in->qnext;
-				pthread_mutex_unlock(&f->qlock);
-				submit(f, in);
-				pthread_mutex_lock(&f->qlock);
-				pp = &f->retry;	/* list may have changed */
-				continue;
-			}
-			next_due = MIN(next_due, in->due_ms);
-			pp = &in->qnext;
+	for (pp = &f->retry; (in = *pp);) {
+		if (in->due_ms <= now) {
+			*pp = in->qnext;
+			in->qnext = due;
+			due = in;
+			continue;
 		}
+		next_due = MIN(next_due, in->due_ms);
+		pp = &in->qnext;
+	}
+	pthread_mutex_unlock(&f->qlock);
+	while ((in = due)) {
+		due = in->qnext;
+		submit(f, in);
+	}
+	for (;;) {
+		pthread_mutex_lock(&f->qlock);
 		in = f->qhead;
 		if (in) {
 			f->qhead = in->qnext;
 			if (!f->qhead)
 				f->qtail = NULL;
-			pthread_mutex_unlock(&f->qlock);
-			complete(f, in);
-			pthread_mutex_lock(&f->qlock);
-			continue;
 		}
-		if (f->stop && !f->retry)
+		pthread_mutex_unlock(&f->qlock);
+		if (!in)
 			break;
-		if (next_due == INT64_MAX) {
-			pthread_cond_wait(&f->qcond, &f->qlock);
-		} else {
-			struct timespec ts;
-			int64_t wait = next_due - now;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += wait / 1000;
-			ts.tv_nsec += (wait % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&f->qcond, &f->qlock, &ts);
-		}
+		complete(f, in);
 	}
-	pthread_mutex_unlock(&f->qlock);
-	return NULL;
+	return next_due == INT64_MAX ? BG_PERIOD : MAX(1, next_due - now);
 }
 
 int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
@@ -694,10 +769,17 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 	f->max_inflight = cf->max_inflight;
 	f->retries = cf->retries;
 	f->mode = cf->read_mode;
+	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->qlock, NULL);
-	pthread_cond_init(&f->qcond, NULL);
+	htab_init(&f->tab, inflight_key);
+	rc = memchunks_init(&f->mem, MAX(8U, cf->max_inflight));
+	if (rc) {
+		free(f);
+		return rc;
+	}
 	for (i = 0; i < COMPLETION_THREADS; i++) {
-		rc = -pthread_create(&f->threads[i], NULL, completion_main, f);
+		rc = bgthread_start(&f->threads[i], "fusefs-fetch", 1000,
+				    completion_tick, f);
 		if (rc) {
 			fetch_destroy(f);
 			return rc;
@@ -713,43 +795,48 @@ void fetch_destroy(struct fetcher *f)
 
 	if (!f)
 		return;
-	/* reads in flight complete (bounded by the op timeout) */
+	/* reads in flight complete (bounded by the op timeout and retries) */
 	while (atomic_load(&f->inflight)) {
 		struct timespec d = { 0, 10 * 1000000L };
 
 		nanosleep(&d, NULL);
 	}
-	pthread_mutex_lock(&f->qlock);
-	f->stop = true;
-	pthread_cond_broadcast(&f->qcond);
-	pthread_mutex_unlock(&f->qlock);
 	for (i = 0; i < COMPLETION_THREADS; i++)
-		if (f->threads[i])
-			pthread_join(f->threads[i], NULL);
+		bgthread_stop(f->threads[i]);
+	memchunks_release(&f->mem);
+	htab_release(&f->tab);
 	free(f);
 }
 
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 {
-	struct inflight *in;
+	struct cache_ident ci;
+	struct chunk_id id;
+	struct inflight *in = NULL;
+	int st;
 
 	if (atomic_load(&f->prefetching) >= MAX(1U, f->max_inflight / 2) ||
 	    atomic_load(&f->inflight) >= f->max_inflight)
 		return -EBUSY;
-	cache_lock(f->c);
-	if (n >= ce->nchunks || ce->stale || ce->state[n] != CH_ABSENT ||
-	    mem_chunk_locked(ce, n)) {
-		cache_unlock(f->c);
-		return 0;
+	cache_ident(ce, &ci);
+	id = chunk_of(&ci, n);
+	pthread_mutex_lock(&f->lock);
+	if (n < ci.nchunks && !mem_chunk_locked(f, &id)) {
+		st = cache_claim(f->c, ce, n);
+		if (st == CH_ABSENT) {
+			in = start_locked(f, ce, &id);
+			if (!in) {
+				cache_abandon(f->c, ce, n);
+				pthread_mutex_unlock(&f->lock);
+				return -ENOMEM;
+			}
+			in->prefetch = true;
+			atomic_fetch_add(&f->prefetching, 1);
+		}
 	}
-	in = start_locked(f, ce, n);
-	if (in) {
-		in->prefetch = true;
-		atomic_fetch_add(&f->prefetching, 1);
-	}
-	cache_unlock(f->c);
+	pthread_mutex_unlock(&f->lock);
 	if (!in)
-		return -ENOMEM;
+		return 0;
 	stat_inc(f->st, prefetch_chunks);
 	submit(f, in);
 	return 1;

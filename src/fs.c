@@ -598,11 +598,12 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!rc)
 		key = strdup(n->key);
 	nsmgr_unlock(fs->d->nm);
-	if (!rc && key)
-		ce = cache_attach(fs->d->cache, ino, key, &a, &changed);
+	if (!rc)
+		rc = key ? cache_attach(fs->d->cache, ino, key, &a, &ce,
+					&changed) : -ENOMEM;
 	free(key);
-	if (rc || !ce) {
-		fuse_reply_err(req, rc ? -rc : ENOMEM);
+	if (rc) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	fi->fh = (uintptr_t)ce;
@@ -625,7 +626,7 @@ static void read_done(void *arg, int err, const struct fetch_piece *p, int n)
 	int i;
 
 	if (err) {
-		fuse_reply_err(req, err);
+		fuse_reply_err(req, err == -ESTALE ? EIO : -err);
 		return;
 	}
 	if (n == 0) {

@@ -4,8 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bgthread.h"
 #include "log.h"
 #include "prefetch.h"
 
@@ -17,12 +17,11 @@ struct prefetcher {
 	struct nsmgr *nm;
 	struct cache *c;
 	struct fetcher *f;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool stop, kicked, stopped;
+	pthread_mutex_t lock;	/* guards full and thread; taken before
+				 * the bgthread's own lock */
+	struct bgthread *thread;	/* NULL once stopped */
 	bool full;		/* a prefetched chunk was not admitted */
-	uint64_t *fids;
+	uint64_t *fids;		/* the prefetch thread's */
 };
 
 static void on_done(void *arg, bool stored)
@@ -32,8 +31,8 @@ static void on_done(void *arg, bool stored)
 	pthread_mutex_lock(&p->lock);
 	if (!stored)
 		p->full = true;
-	p->kicked = true;
-	pthread_cond_signal(&p->cond);
+	if (p->thread)
+		bgthread_wake(p->thread);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -42,10 +41,19 @@ void prefetch_kick(struct prefetcher *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->kicked = true;
 	p->full = false;	/* the reader moved: room may have appeared */
-	pthread_cond_signal(&p->cond);
+	if (p->thread)
+		bgthread_wake(p->thread);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void prefetch_published(struct prefetcher *p, uint64_t max_size)
+{
+	if (!p)
+		return;
+	/* the streaming window holds a couple of the largest listed files */
+	cache_stream_hint(p->c, 2 * max_size);
+	prefetch_kick(p);
 }
 
 /* the entry of file @fid held busy, or NULL if it is not a file now */
@@ -63,15 +71,15 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 		key = strdup(n->key);
 	}
 	nsmgr_unlock(p->nm);
-	if (key)
-		ce = cache_hold(p->c, fid, key, &a);
+	if (key && cache_hold(p->c, fid, key, &a, &ce))
+		ce = NULL;
 	free(key);
 	*size = ce ? a.size : 0;
 	return ce;
 }
 
-/* one pass over the window; returns true if it should run again now */
-static bool round_once(struct prefetcher *p)
+/* one pass over the window */
+static void round_once(struct prefetcher *p)
 {
 	size_t i, n = lists_window(p->lists, 0, p->fids, WINDOW_FILES);
 	uint64_t lead_files = 0, lead_bytes = 0;
@@ -80,13 +88,13 @@ static bool round_once(struct prefetcher *p)
 	for (i = 0; i < n && !busy; i++) {
 		uint64_t size;
 		struct centry *ce = hold(p, p->fids[i], &size);
+		struct cache_ident ci;
 		uint32_t c, missing;
 
 		if (!ce)
 			continue;
-		cache_lock(p->c);
-		missing = cache_missing_locked(ce);
-		cache_unlock(p->c);
+		cache_ident(ce, &ci);
+		missing = cache_missing(p->c, ce);
 		if (!missing) {
 			if (leading) {
 				lead_files++;
@@ -112,9 +120,10 @@ static bool round_once(struct prefetcher *p)
 			uint64_t room = cache_free(p->c);
 
 			if (room < flying + need &&
-			    (flying || !cache_admits(p->c, ce, need, true))) {
+			    (flying || !cache_admits(p->c, ce, need,
+						       ADMIT_PREFETCH))) {
 				log_dbg("prefetch: window ends at %s (room %llu, in flight %llu)",
-					ce->key, (unsigned long long)room,
+					ci.key, (unsigned long long)room,
 					(unsigned long long)flying);
 				pthread_mutex_lock(&p->lock);
 				p->full = !flying;
@@ -122,7 +131,7 @@ static bool round_once(struct prefetcher *p)
 				busy = true;
 			}
 		}
-		for (c = 0; c < ce->nchunks && !busy; c++) {
+		for (c = 0; c < ci.nchunks && !busy; c++) {
 			int rc = fetch_prefetch(p->f, ce, c);
 
 			if (rc == -EBUSY || rc == -ENOMEM)
@@ -132,34 +141,15 @@ static bool round_once(struct prefetcher *p)
 	}
 	if (n)
 		lists_set_lead(p->lists, p->fids[0], lead_files, lead_bytes);
-	return false;
 }
 
-static void *prefetch_main(void *arg)
+static int64_t prefetch_tick(void *arg)
 {
 	struct prefetcher *p = arg;
 
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop) {
-		struct timespec ts;
-
-		if (!p->kicked) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += IDLE_MS * 1000000L;
-			ts.tv_sec += ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-		}
-		p->kicked = false;
-		if (p->stop)
-			break;
-		pthread_mutex_unlock(&p->lock);
-		if (lists_count(p->lists))
-			round_once(p);
-		pthread_mutex_lock(&p->lock);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
+	if (lists_count(p->lists))
+		round_once(p);
+	return BG_PERIOD;
 }
 
 int prefetch_create(struct prefetcher **out, struct lists *l,
@@ -180,10 +170,10 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->c = c;
 	p->f = f;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
 	cache_set_next_use(c, lists_next_use, l);
-	rc = -pthread_create(&p->thread, NULL, prefetch_main, p);
+	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
+			    prefetch_tick, p);
 	if (rc) {
 		free(p->fids);
 		free(p);
@@ -195,14 +185,15 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 
 void prefetch_stop(struct prefetcher *p)
 {
-	if (!p || p->stopped)
+	struct bgthread *t;
+
+	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	pthread_cond_signal(&p->cond);
+	t = p->thread;
+	p->thread = NULL;	/* late callbacks wake nothing */
 	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->thread, NULL);
-	p->stopped = true;
+	bgthread_stop(t);
 }
 
 void prefetch_destroy(struct prefetcher *p)

@@ -111,7 +111,7 @@ static void result_done(void *arg, int err, const struct fetch_piece *p, int n)
 			memcpy(r->buf + r->len, p[i].mem, p[i].len);
 		} else if (pread(p[i].fd, r->buf + r->len, p[i].len,
 				 p[i].off) != (ssize_t)p[i].len) {
-			r->err = EIO;
+			r->err = -EIO;
 		}
 		r->len += p[i].len;
 	}
@@ -151,7 +151,7 @@ static ssize_t do_read(struct env *e, struct centry *ce, uint64_t off,
 		return rc;
 	}
 	result_wait(&r);
-	ret = r.err ? -r.err : (ssize_t)r.len;
+	ret = r.err ? r.err : (ssize_t)r.len;
 	if (!r.err)
 		memcpy(out, r.buf, r.len);
 	free(r.buf);
@@ -176,30 +176,42 @@ static int read_all(struct env *e, struct centry *ce, char *out, size_t size)
 
 static struct centry *attach(struct env *e, const char *key, bool *changed)
 {
+	struct centry *ce = NULL;
 	struct ns_attr a;
 	bool dummy;
 
 	CHECK_INT(e->be->ops->stat(e->be, key, &a), ==, 0);
-	return cache_attach(e->cache, hash64(key, strlen(key), 3), key, &a,
-			    changed ? changed : &dummy);
+	CHECK_INT(cache_attach(e->cache, hash64(key, strlen(key), 3), key, &a,
+			       &ce, changed ? changed : &dummy), ==, 0);
+	return ce;
+}
+
+/* valid bytes per chunk of an object of @size */
+static void check_chunk_len(struct env *e, size_t size, uint32_t n,
+			    uint32_t want)
+{
+	char key[32], *data = pattern(size, 7);
+	struct centry *ce;
+
+	snprintf(key, sizeof(key), "len-%zu", size);
+	mem_put(e->be, key, data, size);
+	ce = attach(e, key, NULL);
+	CHECK_INT(cache_chunk_len(e->cache, ce, n), ==, want);
+	cache_detach(e->cache, ce);
+	free(data);
 }
 
 static void test_chunk_len(void)
 {
 	struct env e;
-	struct centry ce = { .size = 0 };
 
 	env_init(&e, 16 * CS, 0, READ_DIRECT);
-	CHECK_INT(cache_chunk_len(e.cache, &ce, 0), ==, 0);
-	ce.size = 1;
-	CHECK_INT(cache_chunk_len(e.cache, &ce, 0), ==, 1);
-	ce.size = CS - 1;
-	CHECK_INT(cache_chunk_len(e.cache, &ce, 0), ==, CS - 1);
-	ce.size = CS;
-	CHECK_INT(cache_chunk_len(e.cache, &ce, 0), ==, CS);
-	CHECK_INT(cache_chunk_len(e.cache, &ce, 1), ==, 0);
-	ce.size = CS + 1;
-	CHECK_INT(cache_chunk_len(e.cache, &ce, 1), ==, 1);
+	check_chunk_len(&e, 0, 0, 0);
+	check_chunk_len(&e, 1, 0, 1);
+	check_chunk_len(&e, CS - 1, 0, CS - 1);
+	check_chunk_len(&e, CS, 0, CS);
+	check_chunk_len(&e, CS, 1, 0);
+	check_chunk_len(&e, CS + 1, 1, 1);
 	env_fini(&e);
 }
 

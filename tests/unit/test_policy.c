@@ -8,6 +8,7 @@
  * >= 0.9 x C/D without lists ("heat"); LRU printed beside them.
  * Also: a one-pass scan does not flush a hot set; pins hold.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,55 +47,101 @@ static uint64_t next_use(void *arg, uint64_t fid)
 	return (uint64_t)(N - cur_i) + where[cur_e + 1][fid];
 }
 
-static bool is_resident(struct policy_node *n, void *arg)
+#define UNIT	4096ULL		/* every file is one 4 KiB block */
+
+struct sim {
+	struct policy p;
+	uint64_t backend;		/* files fetched in the measured epochs */
+	uint64_t hits, reads;
+	bool measuring;
+};
+
+/* evict what the policy chose, then store @n if it was admitted */
+static bool sim_store(struct sim *s, struct policy_node *n,
+		      enum admit_kind kind, int64_t now)
 {
-	(void)arg;
-	return resident[n->fid];
+	struct admission adm;
+	int rc, i;
+
+	do {
+		rc = policy_admit(&s->p, n, UNIT, kind, &adm, now);
+		if (rc < 0)
+			return false;
+		for (i = 0; i < rc; i++) {
+			struct policy_node *v = adm.victims[i];
+
+			CHECK(!v->pinned && v != n && v->cached);
+			policy_charge(&s->p, v, -(int64_t)v->cached);
+			policy_del(&s->p, v);
+			resident[v->fid] = false;
+		}
+	} while (adm.partial);
+	policy_reserve(&s->p, n, UNIT, adm.stream);
+	policy_settle(&s->p, n, UNIT, true);
+	policy_add(&s->p, n);
+	resident[n->fid] = true;
+	CHECK(s->p.used <= s->p.limit);
+	CHECK(s->p.used_stream <= s->p.used);
+	return true;
 }
 
-/* hit ratio over epochs 2..EPOCHS of @name with @cap files of cache */
-static double simulate(const char *name, bool lists, unsigned cap)
+/* the file read @ahead files after position cur_i of epoch cur_e */
+static unsigned file_ahead(unsigned ahead)
 {
-	struct policy p;
-	unsigned e, i, used = 0;
-	uint64_t hits = 0, reads = 0;
+	unsigned i = cur_i + ahead;
+
+	return i < N ? order[cur_e][i] : order[cur_e + 1][i - N];
+}
+
+/*
+ * Hit ratio over epochs 2..EPOCHS of @name with @cap files of cache; with
+ * @lead > 0, a prefetcher stages up to @lead files ahead of the reader
+ * (into a window of @lead files) as fusefs's does with lists.
+ */
+static double simulate(const char *name, bool lists, unsigned cap,
+		       unsigned lead, double *backend_per_epoch)
+{
+	struct sim s = { 0 };
+	unsigned e, i, k;
 
 	memset(resident, 0, sizeof(resident));
-	CHECK_INT(policy_init(&p, name, 1e9), ==, 0);
-	if (lists) {
-		p.next_use = next_use;
-		p.next_use_arg = NULL;
-	}
+	CHECK_INT(policy_init(&s.p, name, 1e9, cap * UNIT, lead * UNIT), ==, 0);
+	if (lists)
+		policy_set_future(&s.p, next_use, NULL);
 	for (e = 0; e < EPOCHS; e++) {
+		s.measuring = e > 0;
 		for (i = 0; i < N; i++) {
 			unsigned f = order[e][i];
-			struct policy_node *n = policy_node(&p, f), *v;
+			struct policy_node *n = policy_node(&s.p, f);
 			int64_t now = (int64_t)e * N + i;
 
 			cur_e = e;
 			cur_i = i;
-			p.ops->touch(&p, n, now);
-			if (e > 0)
-				reads++;
+			policy_touch(&s.p, n, now);
+			s.reads += s.measuring;
 			if (resident[f]) {
-				hits += e > 0;
-				continue;
-			}
-			if (used < cap) {
-				used++;
+				s.hits += s.measuring;
 			} else {
-				v = p.ops->victim(&p, n, is_resident, NULL, now);
-				if (!v)
-					continue;	/* not admitted */
-				p.ops->del(&p, v);
-				resident[v->fid] = false;
+				s.backend += s.measuring;
+				sim_store(&s, n, ADMIT_DEMAND, now);
 			}
-			p.ops->add(&p, n);
-			resident[f] = true;
+			/* then the prefetcher, which follows the reader */
+			for (k = 1; k <= lead; k++) {
+				struct policy_node *g =
+					policy_node(&s.p, file_ahead(k));
+
+				if (resident[g->fid])
+					continue;
+				if (!sim_store(&s, g, ADMIT_PREFETCH, now))
+					break;	/* the window ends here */
+				s.backend += s.measuring;
+			}
 		}
 	}
-	policy_release(&p);
-	return (double)hits / reads;
+	policy_release(&s.p);
+	if (backend_per_epoch)
+		*backend_per_epoch = (double)s.backend / (EPOCHS - 1);
+	return (double)s.hits / s.reads;
 }
 
 static void test_shuffled_epochs(void)
@@ -104,9 +151,9 @@ static void test_shuffled_epochs(void)
 
 	for (k = 0; k < 3; k++) {
 		unsigned cap = N * ratios[k];
-		double lru = simulate("lru", false, cap);
-		double heat = simulate("heat", false, cap);
-		double belady = simulate("auto", true, cap);
+		double lru = simulate("lru", false, cap, 0, NULL);
+		double heat = simulate("heat", false, cap, 0, NULL);
+		double belady = simulate("auto", true, cap, 0, NULL);
 
 		printf("  cache/dataset %.2f: lru %.3f  heat (no list) %.3f"
 		       "  auto (lists) %.3f  bound %.3f\n", ratios[k], lru, heat,
@@ -116,50 +163,149 @@ static void test_shuffled_epochs(void)
 	}
 }
 
-static bool always(struct policy_node *n, void *arg)
+/*
+ * The kept/streamed split: with a prefetcher staging files into the
+ * window ahead of the reader, backend traffic per epoch stays near
+ * dataset - cache (every file the cache cannot hold is fetched once),
+ * and the reader hits nearly always.
+ */
+static void test_prefetch_window(void)
 {
-	(void)n;
-	(void)arg;
-	return true;
+	static const double ratios[] = { 0.25, 0.5, 0.9 };
+	static const unsigned leads[] = { 8, 64 };
+	size_t k, l;
+
+	for (k = 0; k < 3; k++) {
+		for (l = 0; l < 2; l++) {
+			unsigned cap = N * ratios[k];
+			double per_epoch, hit;
+
+			hit = simulate("auto", true, cap, leads[l], &per_epoch);
+			printf("  cache/dataset %.2f, lead %u: backend/(D-C) %.3f,"
+			       " reader hits %.3f\n", ratios[k], leads[l],
+			       per_epoch / (N - cap), hit);
+			CHECK(per_epoch <= 1.05 * (N - cap) + leads[l]);
+			CHECK(hit >= 0.95);
+		}
+	}
+}
+
+/* kept bytes never grow into the window a prefetcher needs */
+static void test_window_reserved(void)
+{
+	struct policy p;
+	struct admission adm;
+	unsigned f;
+
+	policy_init(&p, "auto", 60, 100 * UNIT, 10 * UNIT);
+	policy_set_future(&p, next_use, NULL);
+	cur_e = 0;
+	cur_i = 0;
+	for (f = 0; f < 90; f++) {	/* demand fills the kept area */
+		struct policy_node *n = policy_node(&p, f);
+
+		policy_touch(&p, n, f);
+		CHECK_INT(policy_admit(&p, n, UNIT, ADMIT_DEMAND, &adm, f), ==, 0);
+		policy_reserve(&p, n, UNIT, adm.stream);
+		policy_settle(&p, n, UNIT, true);
+		policy_add(&p, n);
+	}
+	CHECK_INT(p.used, ==, 90 * UNIT);
+	CHECK_INT(policy_free(&p), ==, 10 * UNIT);
+	/* the 91st kept file does not take window room for free */
+	{
+		struct policy_node *n = policy_node(&p, 90);
+
+		policy_touch(&p, n, 90);
+		CHECK(!adm.stream);
+		policy_admit(&p, n, UNIT, ADMIT_DEMAND, &adm, 90);
+		CHECK(!adm.stream);
+	}
+	/* a prefetch into free space is staged as streamed */
+	{
+		struct policy_node *n = policy_node(&p, 95);
+		int rc = policy_admit(&p, n, UNIT, ADMIT_PREFETCH, &adm, 91);
+
+		CHECK_INT(rc, ==, 0);
+		CHECK(adm.stream);
+		policy_reserve(&p, n, UNIT, adm.stream);
+		policy_settle(&p, n, UNIT, true);
+		CHECK_INT(p.used_stream, ==, UNIT);
+		policy_charge(&p, n, -(int64_t)UNIT);	/* evicted */
+		CHECK_INT(p.used_stream, ==, 0);
+		CHECK(!n->stream);
+	}
+	/* a dry run changes nothing */
+	{
+		struct policy_node *n = policy_node(&p, 96);
+		uint64_t used = p.used, res = p.reserved, st = p.used_stream;
+
+		policy_admit(&p, n, 50 * UNIT, ADMIT_PREFETCH, &adm, 92);
+		CHECK_INT(p.used, ==, used);
+		CHECK_INT(p.reserved, ==, res);
+		CHECK_INT(p.used_stream, ==, st);
+		CHECK(!n->stream);
+		for (f = 0; f < 90; f++)
+			CHECK(!policy_node(&p, f)->marked);
+	}
+	policy_release(&p);
+}
+
+/* a node with @heat accesses, cached with one block */
+static struct policy_node *cached_node(struct policy *p, uint64_t fid,
+				       unsigned heat, int64_t *now)
+{
+	struct policy_node *n = policy_node(p, fid);
+	unsigned r;
+
+	for (r = 0; r < heat; r++)
+		policy_touch(p, n, (*now)++);
+	policy_charge(p, n, UNIT);
+	policy_add(p, n);
+	return n;
 }
 
 static void test_scan_keeps_hot_set(void)
 {
 	struct policy p;
-	struct policy_node *hot[10], *v;
+	struct admission adm;
 	int64_t now = 0;
-	unsigned i, r;
+	unsigned i;
+	int rc = 0;
 
-	policy_init(&p, "heat", 3600);
-	for (i = 0; i < 10; i++) {		/* a hot set, read 5 times */
-		hot[i] = policy_node(&p, i);
-		for (r = 0; r < 5; r++)
-			p.ops->touch(&p, hot[i], now++);
-		p.ops->add(&p, hot[i]);
-	}
-	for (i = 100; i < 10100; i++) {		/* a scan of new files */
+	policy_init(&p, "heat", 3600, 10 * UNIT, 0);
+	for (i = 0; i < 10; i++)		/* a hot set, read 5 times */
+		cached_node(&p, i, 5, &now);
+	for (i = 100; i < 10100 && rc < 0; i++) {	/* a scan of new files */
 		struct policy_node *n = policy_node(&p, i);
 
-		p.ops->touch(&p, n, now++);
-		v = p.ops->victim(&p, n, always, NULL, now);
-		CHECK(v == NULL);		/* never admitted over the hot set */
-		if (v)
+		policy_touch(&p, n, now++);
+		rc = policy_admit(&p, n, UNIT, ADMIT_DEMAND, &adm, now);
+	}
+	for (i = 100; i < 10100; i++) {
+		struct policy_node *n = policy_node(&p, i);
+
+		policy_touch(&p, n, now++);
+		rc = policy_admit(&p, n, UNIT, ADMIT_DEMAND, &adm, now);
+		CHECK_INT(rc, ==, -ENOSPC);	/* never over the hot set */
+		if (rc >= 0)
 			break;
 	}
 	/* much later, heat has decayed: new data gets in again */
 	{
 		struct policy_node *n = policy_node(&p, 99999);
 
-		p.ops->touch(&p, n, now);
-		p.ops->touch(&p, n, now + 1);
-		p.ops->touch(&p, n, now + 2);
-		v = p.ops->victim(&p, n, always, NULL, now + 3600 * 24);
-		CHECK(v != NULL);
+		policy_touch(&p, n, now);
+		policy_touch(&p, n, now + 1);
+		policy_touch(&p, n, now + 2);
+		rc = policy_admit(&p, n, UNIT, ADMIT_DEMAND, &adm,
+				  now + 3600 * 24);
+		CHECK_INT(rc, ==, 1);
 	}
 	policy_release(&p);
 }
 
-static void test_pins_hold(void)
+static void test_pins_and_use_hold(void)
 {
 	const char *names[] = { "lru", "heat", "auto" };
 	size_t k;
@@ -167,26 +313,65 @@ static void test_pins_hold(void)
 	for (k = 0; k < 3; k++) {
 		struct policy p;
 		struct policy_node *a, *b, *in;
+		struct admission adm;
+		int64_t now = 0;
 
-		policy_init(&p, names[k], 60);
-		a = policy_node(&p, 1);
-		b = policy_node(&p, 2);
-		p.ops->touch(&p, a, 0);
-		p.ops->touch(&p, b, 1);
-		p.ops->add(&p, a);
-		p.ops->add(&p, b);
-		a->pinned = b->pinned = true;
+		policy_init(&p, names[k], 60, 2 * UNIT, 0);
+		a = cached_node(&p, 1, 1, &now);
+		b = cached_node(&p, 2, 1, &now);
+		a->pinned = true;
+		b->in_use = true;
 		in = policy_node(&p, 3);
-		p.ops->touch(&p, in, 2);
-		p.ops->touch(&p, in, 3);
-		p.ops->touch(&p, in, 4);
-		p.ops->touch(&p, in, 5);
-		CHECK(p.ops->victim(&p, in, always, NULL, 100000) == NULL);
-		b->pinned = false;
-		if (k == 0)	/* lru always gives up the unpinned one */
-			CHECK(p.ops->victim(&p, in, always, NULL, 10) == b);
+		policy_touch(&p, in, 2);
+		policy_touch(&p, in, 3);
+		policy_touch(&p, in, 4);
+		policy_touch(&p, in, 5);
+		CHECK_INT(policy_admit(&p, in, UNIT, ADMIT_DEMAND, &adm, 100000),
+			  ==, -ENOSPC);
+		b->in_use = false;
+		if (k == 0) {	/* lru always gives up the evictable one */
+			CHECK_INT(policy_admit(&p, in, UNIT, ADMIT_DEMAND, &adm,
+					       10), ==, 1);
+			CHECK(adm.victims[0] == b);
+		}
+		/* more than the cache: never */
+		CHECK_INT(policy_admit(&p, in, 3 * UNIT, ADMIT_DEMAND, &adm, 10),
+			  ==, -ENOSPC);
 		policy_release(&p);
 	}
+}
+
+/* many small victims for one big newcomer: partial plans, then done */
+static void test_many_victims(void)
+{
+	struct policy p;
+	struct admission adm;
+	struct policy_node *in;
+	int64_t now = 0;
+	unsigned i, rounds = 0, evicted = 0;
+	int rc, j;
+
+	policy_init(&p, "lru", 60, 200 * UNIT, 0);
+	for (i = 0; i < 200; i++)
+		cached_node(&p, i, 1, &now);
+	in = policy_node(&p, 1000);
+	policy_touch(&p, in, now);
+	do {
+		rc = policy_admit(&p, in, 100 * UNIT, ADMIT_DEMAND, &adm, now);
+		CHECK(rc >= 0);
+		if (rc < 0)
+			break;
+		for (j = 0; j < rc; j++) {
+			policy_charge(&p, adm.victims[j], -(int64_t)UNIT);
+			policy_del(&p, adm.victims[j]);
+		}
+		evicted += rc;
+		rounds++;
+	} while (adm.partial);
+	CHECK_INT(evicted, ==, 100);
+	CHECK_INT(rounds, ==, 2);
+	CHECK_INT(policy_free(&p), ==, 100 * UNIT);
+	policy_release(&p);
 }
 
 int main(void)
@@ -202,8 +387,11 @@ int main(void)
 			where[e][order[e][i]] = i;
 	}
 	TEST(test_shuffled_epochs);
+	TEST(test_prefetch_window);
+	TEST(test_window_reserved);
 	TEST(test_scan_keeps_hot_set);
-	TEST(test_pins_hold);
+	TEST(test_pins_and_use_hold);
+	TEST(test_many_victims);
 	for (e = 0; e <= EPOCHS; e++) {
 		free(order[e]);
 		free(where[e]);

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memchunk.h - a bounded set of chunks held in memory, keyed by (file,
+ * version generation, chunk number): chunks readers just waited for,
+ * read-ahead the cache would not keep (so it is not fetched twice), and
+ * chunks just verified.  A key names immutable bytes, so an entry is
+ * right as long as it exists; the least recently used goes when the set
+ * is full.  Not locked: the owner (fetch.c, under its lock) serializes.
+ */
+#ifndef FUSEFS_MEMCHUNK_H
+#define FUSEFS_MEMCHUNK_H
+
+#include <stdint.h>
+
+#include "chunkbuf.h"
+
+struct memchunk_slot {
+	uint64_t fid, gen;
+	uint32_t n;
+	uint64_t stamp;			/* last use; 0: empty */
+	struct chunkbuf *cb;
+};
+
+struct memchunks {
+	struct memchunk_slot *slot;
+	unsigned max;
+	uint64_t clock;
+};
+
+/* memchunks_init() - room for @max chunks; 0 or -ENOMEM */
+int memchunks_init(struct memchunks *m, unsigned max);
+void memchunks_release(struct memchunks *m);
+/* memchunks_get() - the chunk or NULL; no reference is taken */
+struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,
+			       uint64_t gen, uint32_t n);
+/* memchunks_put() - keep @cb (a reference is taken), replacing the same
+ * key or the least recently used */
+void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
+		   uint32_t n, struct chunkbuf *cb);
+/* memchunks_count() - chunks held */
+uint64_t memchunks_count(const struct memchunks *m);
+
+#endif

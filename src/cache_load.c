@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cache_load.c - start-up of the cache (see cache_priv.h): the directory
+ * lock, the O_DIRECT probe, the index loaded into entries and reconciled
+ * with the data files on disk.  Runs before any other thread exists.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_priv.h"
+#include "log.h"
+
+static int load_file(void *arg, uint64_t fid, const struct file_rec *r)
+{
+	struct cache *c = arg;
+	struct centry *ce;
+
+	if (r->chunk_size != c->chunk_size || r->size > CACHE_MAX_SIZE) {
+		meta_q_drop_file(c->meta, fid);
+		return 0;
+	}
+	ce = centry_new(c, fid, NULL, r->version, r->size, r->mtime);
+	if (!ce)
+		return -ENOMEM;
+	if (htab_put(&c->tab, ce)) {
+		centry_free(ce);
+		return -ENOMEM;
+	}
+	c->files++;
+	return 0;
+}
+
+static int load_chunk(void *arg, uint64_t fid, uint32_t n,
+		      const struct chunk_rec *r)
+{
+	struct cache *c = arg;
+	struct centry *ce = htab_get(&c->tab, fid);
+
+	if (!ce || n >= ce->nchunks || r->gen != ce->gen ||
+	    r->len != cache_chunk_len(c, ce, n) || ce->state[n]) {
+		meta_q_drop_chunk(c->meta, fid, n);
+		return 0;
+	}
+	ce->state[n] = CH_UNVERIFIED;
+	ce->sum[n] = r->sum;
+	ce->used += blocks(r->len);
+	policy_charge(&c->pol, ce->pn, (int64_t)blocks(r->len));
+	return 0;
+}
+
+static int load_heat(void *arg, uint64_t fid, const struct heat_rec *r)
+{
+	struct cache *c = arg;
+	struct policy_node *n = policy_node(&c->pol, fid);
+
+	if (!n)
+		return -ENOMEM;
+	n->last = r->last;
+	n->count = r->count;
+	n->bytes = r->bytes;
+	n->score = r->score;
+	n->score_at = r->last;
+	n->prior = r->score;
+	n->pinned = r->pinned;
+	return 0;
+}
+
+/* punch the chunks of @ce the index does not hold out of @dirfd/@name */
+static void punch_unindexed(struct cache *c, struct centry *ce, int dirfd,
+			    const char *name)
+{
+	int fd = openat(dirfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	uint32_t n;
+
+	if (fd < 0)
+		return;
+	for (n = 0; n < ce->nchunks; n++)
+		if (ce->state[n] == CH_ABSENT &&
+		    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)n * c->chunk_size, c->chunk_size))
+			break;
+	close(fd);
+}
+
+/* data files nobody indexes (a crash between write and commit) go */
+static void sweep_orphans(struct cache *c)
+{
+	char path[PATH_MAX];
+	unsigned i;
+
+	for (i = 0; i < 256; i++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "%s/data/%02x", c->dir, i);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			uint64_t fid, gen;
+			struct centry *ce;
+			struct stat sb;
+
+			if (de->d_name[0] == '.')
+				continue;
+			if (sscanf(de->d_name, "%16" SCNx64 "-%16" SCNx64,
+				   &fid, &gen) != 2)
+				continue;
+			ce = htab_get(&c->tab, fid);
+			if (!ce || ce->gen != gen || !ce->used ||
+			    fstatat(dirfd(d), de->d_name, &sb,
+				    AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode)) {
+				unlinkat(dirfd(d), de->d_name, 0);
+				continue;
+			}
+			/* more on disk than indexed: punch the rest */
+			if ((uint64_t)sb.st_blocks * 512 > ce->used + BLK)
+				punch_unindexed(c, ce, dirfd(d), de->d_name);
+		}
+		closedir(d);
+	}
+}
+
+static int lock_dir(struct cache *c)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/lock", c->dir);
+	c->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (c->lock_fd < 0) {
+		fprintf(stderr, "fusefs: cannot use cache directory %s: %s\n",
+			c->dir, strerror(errno));
+		return -errno;
+	}
+	if (flock(c->lock_fd, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "fusefs: cache directory %s is in use by another fusefs\n",
+			c->dir);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static bool direct_works(const char *dir)
+{
+	char path[PATH_MAX + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.direct-probe", dir);
+	unlink(path);		/* a crashed probe's */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC |
+		  O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	return fd >= 0;
+}
+
+int cache_load(struct cache *c, const struct fusefs_conf *cf)
+{
+	char path[PATH_MAX];
+	size_t i;
+	int rc;
+
+	rc = lock_dir(c);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/data", c->dir);
+	if (mkdir(path, 0700) && errno != EEXIST) {
+		rc = -errno;
+		fprintf(stderr, "fusefs: cannot create %s: %s\n", path, strerror(errno));
+		return rc;
+	}
+	c->direct = cf->read_mode == READ_DIRECT && direct_works(path);
+	if (cf->read_mode == READ_DIRECT && !c->direct)
+		log_warn("O_DIRECT is not supported in %s: using buffered reads", path);
+	rc = meta_files_load(c->meta, load_file, c);
+	if (!rc)
+		rc = meta_chunks_load(c->meta, load_chunk, c);
+	if (!rc)
+		rc = meta_heat_load(c->meta, load_heat, c);
+	if (rc) {
+		fprintf(stderr, "fusefs: cannot load the cache index: %s\n",
+			strerror(-rc));
+		return rc;
+	}
+	for (i = 0; i < c->tab.cap; i++)
+		if (c->tab.slot[i])
+			policy_add(&c->pol, ((struct centry *)c->tab.slot[i])->pn);
+	sweep_orphans(c);
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache_priv.h - the cache module's own structures, shared by cache.c
+ * (entries, chunk states, space) and cache_load.c (start-up: the cache
+ * directory, the index, orphan data files).  Nothing else includes it.
+ */
+#ifndef FUSEFS_CACHE_PRIV_H
+#define FUSEFS_CACHE_PRIV_H
+
+#include <pthread.h>
+
+#include "bgthread.h"
+#include "cache.h"
+#include "htab.h"
+
+#define BLK		4096ULL
+/* the largest object the cache takes: 2^44 bytes (16 TiB) */
+#define CACHE_MAX_SIZE	(1ULL << 44)
+
+struct centry {
+	uint64_t fid;		/* == the file's inode number */
+	char *key;		/* backend object name ("" until known) */
+	char version[NS_VERSION_MAX];
+	uint64_t gen;		/* version_gen(version) */
+	uint64_t size;
+	int64_t mtime;
+	uint32_t nchunks;
+	uint8_t *state;		/* enum chunk_state per chunk */
+	uint64_t *sum;		/* XXH3 per present chunk */
+	uint64_t used;		/* bytes accounted on disk */
+	int opens;		/* open file handles */
+	int busy;		/* references without an open handle */
+	bool stale;		/* replaced by a newer version, out of table */
+	bool opening;		/* a thread opens the data files (no lock) */
+	int fd, dfd;		/* data file: buffered, O_DIRECT (-1: closed) */
+	struct policy_node *pn;	/* heat and eviction order, owned by policy */
+};
+
+/* a data file being unlinked: no new entry of @fid until it is gone */
+struct grave {
+	uint64_t fid, gen;
+	struct grave *next;	/* in cache.graves */
+	struct grave *todo;	/* in the burying thread's list */
+};
+
+struct cache {
+	/*
+	 * The cache lock.  Guards everything below but the constants.
+	 * Order: fetch lock -> cache lock -> meta queue lock, lists lock.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* data files opened, graves gone */
+	struct htab tab;	/* fid -> centry (not stale) */
+	struct policy pol;
+	struct grave *graves;
+	uint64_t files;
+	/* constant after cache_open() */
+	struct meta *meta;
+	struct stats *st;
+	char *dir;
+	int lock_fd;
+	uint32_t chunk_size;
+	bool direct;		/* O_DIRECT usable for the data files */
+	struct bgthread *heat;	/* flushes heat to the index */
+};
+
+static inline uint64_t blocks(uint64_t len)
+{
+	return (len + BLK - 1) & ~(BLK - 1);
+}
+
+/* centry_new() - an entry (no references, not in the table); NULL: ENOMEM
+ * or a size above CACHE_MAX_SIZE */
+struct centry *centry_new(struct cache *c, uint64_t fid, const char *key,
+			  const char *version, uint64_t size, int64_t mtime);
+void centry_free(struct centry *ce);
+/* cache_data_path() - the data file of @fid at @gen */
+void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
+		     char *out, size_t len);
+/*
+ * cache_load() - start-up, before any thread: lock the directory, probe
+ * O_DIRECT, load the index into entries, sweep orphan data files.
+ * Return: 0 or -errno (message printed).
+ */
+int cache_load(struct cache *c, const struct fusefs_conf *cf);
+
+#endif

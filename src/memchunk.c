@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/* memchunk.c - see memchunk.h */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "memchunk.h"
+
+int memchunks_init(struct memchunks *m, unsigned max)
+{
+	m->slot = calloc(max ? max : 1, sizeof(*m->slot));
+	m->max = max ? max : 1;
+	m->clock = 0;
+	return m->slot ? 0 : -ENOMEM;
+}
+
+void memchunks_release(struct memchunks *m)
+{
+	unsigned i;
+
+	for (i = 0; m->slot && i < m->max; i++)
+		chunkbuf_put(m->slot[i].cb);
+	free(m->slot);
+	m->slot = NULL;
+}
+
+static struct memchunk_slot *find(struct memchunks *m, uint64_t fid,
+				  uint64_t gen, uint32_t n)
+{
+	unsigned i;
+
+	for (i = 0; i < m->max; i++) {
+		struct memchunk_slot *s = &m->slot[i];
+
+		if (s->cb && s->fid == fid && s->gen == gen && s->n == n)
+			return s;
+	}
+	return NULL;
+}
+
+struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,
+			       uint64_t gen, uint32_t n)
+{
+	struct memchunk_slot *s = find(m, fid, gen, n);
+
+	if (!s)
+		return NULL;
+	s->stamp = ++m->clock;
+	return s->cb;
+}
+
+void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
+		   uint32_t n, struct chunkbuf *cb)
+{
+	struct memchunk_slot *s = find(m, fid, gen, n);
+	unsigned i;
+
+	if (!s) {
+		s = &m->slot[0];
+		for (i = 1; i < m->max && s->cb; i++)
+			if (!m->slot[i].cb || m->slot[i].stamp < s->stamp)
+				s = &m->slot[i];
+	}
+	chunkbuf_get(cb);
+	chunkbuf_put(s->cb);
+	s->fid = fid;
+	s->gen = gen;
+	s->n = n;
+	s->cb = cb;
+	s->stamp = ++m->clock;
+}
+
+uint64_t memchunks_count(const struct memchunks *m)
+{
+	uint64_t k = 0;
+	unsigned i;
+
+	for (i = 0; i < m->max; i++)
+		k += m->slot[i].cb != NULL;
+	return k;
+}
