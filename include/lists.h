@@ -3,10 +3,13 @@
  * lists.h - epoch lists: the order in which a loader will read files.
  *
  * A named list (one per rank or loader) holds the current epoch and at
- * most one queued next epoch.  Publishing a list while one runs queues it
- * as the next epoch (or replaces the queued one); the reader's position
- * advances from the files it actually opens, and when it opens a file of
- * the queued epoch after the current one, that epoch becomes current.
+ * most one queued next epoch.  Publishing a list while the current epoch
+ * runs queues it as the next epoch (or replaces the queued one); once the
+ * current epoch was read to its end, a publish makes the queued epoch
+ * current and queues the new list (with none queued, the new list is
+ * current at once).  The reader's position is just past the furthest
+ * file of the current epoch it opened, and when it opens a file that the
+ * current epoch lacks but the queued one has, that epoch becomes current.
  * From this the policy learns each file's next use (lists_next_use) and
  * the prefetcher what to fetch next (lists_window).
  *

@@ -248,7 +248,7 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 		r->last_ratio = -1;
 		l->l[l->n++] = r;
 	}
-	if (r->cur && r->next && r->pos >= r->cur->n)
+	if (r->cur && r->pos >= r->cur->n)
 		advance(r);		/* the current epoch was read to its end */
 	if (!r->cur) {
 		r->cur = e;
