@@ -69,13 +69,15 @@ void lists_destroy(struct lists *l);
 int lists_publish(struct lists *l, const char *name, const char *text,
 		  size_t len, list_resolve_fn resolve, void *arg,
 		  struct list_report *rep);
-/* lists_drop() - forget list @name; -ENOENT */
-int lists_drop(struct lists *l, const char *name);
 
 /* lists_note_open() - a reader opened @fid; @ready: it was fully cached */
 void lists_note_open(struct lists *l, uint64_t fid, bool ready);
 
-/* lists_next_use() - files until @fid is read again (min over lists) */
+/*
+ * lists_next_use() - files until @fid is read again (min over lists),
+ * UINT64_MAX if no list reads it again.  @lists is a struct lists (the
+ * signature of cache_set_next_use()).
+ */
 uint64_t lists_next_use(void *lists, uint64_t fid);
 
 /*
@@ -85,7 +87,10 @@ uint64_t lists_next_use(void *lists, uint64_t fid);
  */
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
 
-/* lists_set_lead() - the prefetcher reports @name's lead */
+/*
+ * lists_set_lead() - the prefetcher reports the lead (@files and @bytes
+ * cached ahead) of every list whose reader opens @fid_at_reader next
+ */
 void lists_set_lead(struct lists *l, uint64_t fid_at_reader,
 		    uint64_t files, uint64_t bytes);
 
@@ -93,7 +98,7 @@ void lists_set_lead(struct lists *l, uint64_t fid_at_reader,
 void lists_print(struct lists *l, FILE *f);
 /* lists_print_one() - status of list @name and its last publish report */
 void lists_print_one(struct lists *l, const char *name, FILE *f);
-/* lists_print_report() - a publish report as text */
+/* list_report_print() - a publish report as text */
 void list_report_print(const struct list_report *r, FILE *f);
 /* lists_count() - lists published */
 unsigned lists_count(struct lists *l);
