@@ -329,7 +329,8 @@ static struct heat_rows heat_rows(struct ctl *c)
 	h.ns = nsmgr_rdlock(c->d.nm);
 	cache_heat_each(c->d.cache, heat_collect, &h);
 	nsmgr_unlock(c->d.nm);
-	qsort(h.v, h.n, sizeof(*h.v), heat_cmp);
+	if (h.n)		/* qsort(NULL, 0, ...) is undefined */
+		qsort(h.v, h.n, sizeof(*h.v), heat_cmp);
 	return h;
 }
 
