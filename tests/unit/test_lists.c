@@ -70,23 +70,35 @@ static int publish(struct lists *l, const char *name, const char *text,
 			     rep ? rep : &dummy);
 }
 
+/* lists_print() (@name NULL) or lists_print_one(@name); caller frees */
+static char *text_of(struct lists *l, const char *name)
+{
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+
+	if (name)
+		lists_print_one(l, name, f);
+	else
+		lists_print(l, f);
+	fclose(f);
+	return text;
+}
+
 /* the value of 'list_KEY{list="NAME"}' in lists_print(), or -999 */
 static long long value(struct lists *l, const char *key, const char *name)
 {
-	char *text = NULL, want[128], *at;
-	size_t len;
+	char *text = text_of(l, NULL), want[128];
+	const char *at;
 	long long v = -999;
-	FILE *f = open_memstream(&text, &len);
+	size_t wl;
 
-	lists_print(l, f);
-	fclose(f);
-	snprintf(want, sizeof(want), "\nlist_%s{list=\"%s\"} ", key, name);
-	if (!strncmp(text, want + 1, strlen(want + 1)))
-		at = text - 1;		/* the first line */
-	else
-		at = strstr(text, want);
-	if (at)
-		v = strtoll(at + strlen(want), NULL, 10);
+	wl = snprintf(want, sizeof(want), "list_%s{list=\"%s\"} ", key, name);
+	for (at = text; at; at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+		if (!strncmp(at, want, wl)) {
+			v = strtoll(at + wl, NULL, 10);
+			break;
+		}
 	free(text);
 	return v;
 }
@@ -211,9 +223,7 @@ static void test_all_bad_changes_nothing(void)
 {
 	struct lists *l = lists_create();
 	struct list_report rep;
-	char *text = NULL;
-	size_t len;
-	FILE *f;
+	char *text;
 
 	CHECK_INT(publish(l, "a", "f1\nf2\nf3\n", NULL), ==, 0);
 	lists_note_open(l, F(1), true);
@@ -234,9 +244,7 @@ static void test_all_bad_changes_nothing(void)
 	CHECK_INT(NEXT(l, "a"), ==, 0);
 	CHECK_INT(POS(l, "a"), ==, 1);
 	CHECK_STR(window(l, 0, 10), "f2 f3");
-	f = open_memstream(&text, &len);
-	lists_print_one(l, "a", f);
-	fclose(f);
+	text = text_of(l, "a");
 	CHECK(strstr(text, "# last publish\nlines 3\naccepted 3\n") != NULL);
 	free(text);
 	lists_destroy(l);
@@ -500,9 +508,7 @@ static void test_publish_after_end(void)
 static void test_positions_and_hits(void)
 {
 	struct lists *l = lists_create();
-	char *text = NULL;
-	size_t len;
-	FILE *f;
+	char *text;
 
 	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\n", NULL), ==, 0);
 	CHECK_INT(publish(l, "b", "f4\nf1\n", NULL), ==, 0);
@@ -516,24 +522,16 @@ static void test_positions_and_hits(void)
 	CHECK_INT(POS(l, "b"), ==, 2);
 	CHECK_INT(value(l, "hit_ratio_permille", "a"), ==, 666);
 	CHECK_INT(value(l, "hit_ratio_permille", "b"), ==, 1000);
-	f = open_memstream(&text, &len);
-	lists_print_one(l, "a", f);
-	fclose(f);
+	text = text_of(l, "a");
 	CHECK(strstr(text, "list a\nposition 3\nfiles 4\nnext_epoch_files 0\n"
 		      "epochs_done 0\n") == text);
 	CHECK(strstr(text, "\nhit_ratio 0.667\n") != NULL);
 	free(text);
-	text = NULL;
-	f = open_memstream(&text, &len);
-	lists_print_one(l, "zz", f);
-	fclose(f);
+	text = text_of(l, "zz");
 	CHECK_STR(text, "list zz: not published\n");
 	free(text);
-	text = NULL;
 	/* lists_print() groups by key: every position line, then files... */
-	f = open_memstream(&text, &len);
-	lists_print(l, f);
-	fclose(f);
+	text = text_of(l, NULL);
 	CHECK(strstr(text, "list_position{list=\"a\"} 3\n"
 		      "list_position{list=\"b\"} 2\nlist_files{list=\"a\"} 4\n")
 	      == text);
