@@ -3,10 +3,13 @@
  * lists.h - epoch lists: the order in which a loader will read files.
  *
  * A named list (one per rank or loader) holds the current epoch and at
- * most one queued next epoch.  Publishing a list while one runs queues it
- * as the next epoch (or replaces the queued one); the reader's position
- * advances from the files it actually opens, and when it opens a file of
- * the queued epoch after the current one, that epoch becomes current.
+ * most one queued next epoch.  Publishing a list while the current epoch
+ * runs queues it as the next epoch (or replaces the queued one); once the
+ * current epoch was read to its end, a publish makes the queued epoch
+ * current and queues the new list (with none queued, the new list is
+ * current at once).  The reader's position is just past the furthest
+ * file of the current epoch it opened, and when it opens a file that the
+ * current epoch lacks but the queued one has, that epoch becomes current.
  * From this the policy learns each file's next use (lists_next_use) and
  * the prefetcher what to fetch next (lists_window).
  *
@@ -66,13 +69,15 @@ void lists_destroy(struct lists *l);
 int lists_publish(struct lists *l, const char *name, const char *text,
 		  size_t len, list_resolve_fn resolve, void *arg,
 		  struct list_report *rep);
-/* lists_drop() - forget list @name; -ENOENT */
-int lists_drop(struct lists *l, const char *name);
 
 /* lists_note_open() - a reader opened @fid; @ready: it was fully cached */
 void lists_note_open(struct lists *l, uint64_t fid, bool ready);
 
-/* lists_next_use() - files until @fid is read again (min over lists) */
+/*
+ * lists_next_use() - files until @fid is read again (min over lists),
+ * UINT64_MAX if no list reads it again.  @lists is a struct lists (the
+ * signature of cache_set_next_use()).
+ */
 uint64_t lists_next_use(void *lists, uint64_t fid);
 
 /*
@@ -82,7 +87,10 @@ uint64_t lists_next_use(void *lists, uint64_t fid);
  */
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
 
-/* lists_set_lead() - the prefetcher reports @name's lead */
+/*
+ * lists_set_lead() - the prefetcher reports the lead (@files and @bytes
+ * cached ahead) of every list whose reader opens @fid_at_reader next
+ */
 void lists_set_lead(struct lists *l, uint64_t fid_at_reader,
 		    uint64_t files, uint64_t bytes);
 
@@ -90,7 +98,7 @@ void lists_set_lead(struct lists *l, uint64_t fid_at_reader,
 void lists_print(struct lists *l, FILE *f);
 /* lists_print_one() - status of list @name and its last publish report */
 void lists_print_one(struct lists *l, const char *name, FILE *f);
-/* lists_print_report() - a publish report as text */
+/* list_report_print() - a publish report as text */
 void list_report_print(const struct list_report *r, FILE *f);
 /* lists_count() - lists published */
 unsigned lists_count(struct lists *l);

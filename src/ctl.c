@@ -22,6 +22,9 @@
 #define INO_LIST0	0x1000
 #define MAX_NAMES	4096
 
+_Static_assert(INO_LIST0 + MAX_NAMES <= NS_FIRST_INO,
+	       "list inodes must stay below the dataset's");
+
 static const struct {
 	const char *name;
 	uint64_t ino;
@@ -59,11 +62,13 @@ void ctl_destroy(struct ctl *c)
 		return;
 	for (i = 0; i < c->nnames; i++)
 		free(c->names[i]);
+	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
 enum ctl_kind ctl_kind(struct ctl *c, uint64_t ino)
 {
+	enum ctl_kind k = CTL_NONE;
 	size_t i;
 
 	if (ino == INO_DIR)
@@ -71,9 +76,14 @@ enum ctl_kind ctl_kind(struct ctl *c, uint64_t ino)
 	for (i = 0; i < ARRAY_SIZE(fixed); i++)
 		if (fixed[i].ino == ino)
 			return fixed[i].kind;
-	if (ino >= INO_LIST0 && ino < INO_LIST0 + c->nnames)
-		return CTL_LIST;
-	return CTL_NONE;
+	/* every dataset inode is decided here, without the lock */
+	if (ino < INO_LIST0 || ino >= INO_LIST0 + MAX_NAMES)
+		return CTL_NONE;
+	pthread_mutex_lock(&c->lock);	/* name_ino() appends names */
+	if (ino < INO_LIST0 + c->nnames)
+		k = CTL_LIST;
+	pthread_mutex_unlock(&c->lock);
+	return k;
 }
 
 /* the list name of inode @ino, copied into @out; false if none */
@@ -319,7 +329,8 @@ static struct heat_rows heat_rows(struct ctl *c)
 	h.ns = nsmgr_rdlock(c->d.nm);
 	cache_heat_each(c->d.cache, heat_collect, &h);
 	nsmgr_unlock(c->d.nm);
-	qsort(h.v, h.n, sizeof(*h.v), heat_cmp);
+	if (h.n)		/* qsort(NULL, 0, ...) is undefined */
+		qsort(h.v, h.n, sizeof(*h.v), heat_cmp);
 	return h;
 }
 

@@ -192,16 +192,13 @@ out_free:
 	return NULL;
 }
 
-static struct rlist *find(struct lists *l, const char *name, unsigned *at)
+static struct rlist *find(struct lists *l, const char *name)
 {
 	unsigned i;
 
 	for (i = 0; i < l->n; i++)
-		if (!strcmp(l->l[i]->name, name)) {
-			if (at)
-				*at = i;
+		if (!strcmp(l->l[i]->name, name))
 			return l->l[i];
-		}
 	return NULL;
 }
 
@@ -231,7 +228,7 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 	if (!e)
 		return err;
 	pthread_mutex_lock(&l->lock);
-	r = find(l, name, NULL);
+	r = find(l, name);
 	if (!r) {
 		if (l->n == LISTS_MAX) {
 			pthread_mutex_unlock(&l->lock);
@@ -248,7 +245,7 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 		r->last_ratio = -1;
 		l->l[l->n++] = r;
 	}
-	if (r->cur && r->next && r->pos >= r->cur->n)
+	if (r->cur && r->pos >= r->cur->n)
 		advance(r);		/* the current epoch was read to its end */
 	if (!r->cur) {
 		r->cur = e;
@@ -260,21 +257,6 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 	r->last_report = *rep;
 	pthread_mutex_unlock(&l->lock);
 	return 0;
-}
-
-int lists_drop(struct lists *l, const char *name)
-{
-	unsigned i;
-	struct rlist *r;
-
-	pthread_mutex_lock(&l->lock);
-	r = find(l, name, &i);
-	if (r) {
-		l->l[i] = l->l[--l->n];
-		rlist_free(r);
-	}
-	pthread_mutex_unlock(&l->lock);
-	return r ? 0 : -ENOENT;
 }
 
 void lists_note_open(struct lists *l, uint64_t fid, bool ready)
@@ -453,7 +435,7 @@ void lists_print_one(struct lists *l, const char *name, FILE *f)
 	struct rlist *r;
 
 	pthread_mutex_lock(&l->lock);
-	r = find(l, name, NULL);
+	r = find(l, name);
 	if (!r) {
 		pthread_mutex_unlock(&l->lock);
 		fprintf(f, "list %s: not published\n", name);

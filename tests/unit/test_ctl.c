@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl.c: control inodes (ctl_kind, lookup, readdir, which are writable),
+ * paths one a line for pin/unpin/evict (files, directories expanded to
+ * their files, unknown paths, CRLF, the root), lists published through a
+ * list inode and ctl_commit_list, warm input, and the texts read back
+ * (stats, heat, a list's status).  The mount is a real namespace
+ * (nsmgr.c) and cache over the in-memory backend; only cache functions
+ * ctl.c itself calls are used, and results are read through ctl.
+ *
+ * ctl.c, nsmgr.c and report.c are not in the Makefile's CORE (the
+ * objects every unit test links), so they are compiled into this test;
+ * prefetch_kick() is a counting stub.  If CORE gains them, drop the
+ * three #includes below and the stub.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/ctl.c"
+#include "../../src/nsmgr.c"
+#include "../../src/report.c"
+
+#include "backend_mem.h"
+#include "runner.h"
+
+static unsigned kicks;
+
+void prefetch_kick(struct prefetcher *p)
+{
+	kicks++;
+}
+
+/* the dataset: 5 files in a small tree */
+static const char *const files[] = {
+	"a/1", "a/2", "a/b/3", "top", "z/only",
+};
+
+struct env {
+	char dir[64];
+	struct fusefs_conf cf;
+	struct stats st;
+	struct backend *be;
+	struct meta *meta;
+	struct cache *cache;
+	struct nsmgr *nm;
+	struct lists *lists;
+	struct ctl *ctl;
+};
+
+static void env_init(struct env *e)
+{
+	char path[128];
+	struct ctl_deps d;
+	size_t i;
+
+	memset(e, 0, sizeof(*e));
+	strcpy(e->dir, "/tmp/fusefs-unit-XXXXXX");
+	CHECK(mkdtemp(e->dir) != NULL);
+	conf_init(&e->cf);
+	e->cf.source = strdup("mem://unit");
+	e->cf.cache_dir = strdup(e->dir);
+	e->cf.chunk_size = 1 << 20;
+	e->cf.cache_size = 64 << 20;
+	e->be = mem_backend_create();
+	for (i = 0; i < ARRAY_SIZE(files); i++)
+		mem_put(e->be, files[i], files[i], strlen(files[i]));
+	snprintf(path, sizeof(path), "%s/index", e->dir);
+	CHECK_INT(meta_open(&e->meta, path), ==, 0);
+	CHECK_INT(cache_open(&e->cache, &e->cf, e->meta, &e->st), ==, 0);
+	CHECK_INT(nsmgr_open(&e->nm, e->be, e->meta, &e->cf, &e->st), ==, 0);
+	e->lists = lists_create();
+	d = (struct ctl_deps){ .st = &e->st, .cache = e->cache, .nm = e->nm,
+			       .lists = e->lists, .pf = NULL };
+	e->ctl = ctl_create(&d);
+	CHECK(e->ctl != NULL);
+	kicks = 0;
+}
+
+static void env_fini(struct env *e)
+{
+	char cmd[128];
+
+	ctl_destroy(e->ctl);
+	lists_destroy(e->lists);
+	nsmgr_close(e->nm);
+	cache_close(e->cache);
+	meta_close(e->meta);
+	mem_backend_destroy(e->be);
+	conf_release(&e->cf);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
+	CHECK_INT(system(cmd), ==, 0);
+}
+
+/* the inode of fixed control file @name */
+static uint64_t ctl_ino(struct env *e, const char *name)
+{
+	int64_t dir = ctl_lookup(e->ctl, NS_ROOT_INO, CTL_NAME, false);
+	int64_t ino = ctl_lookup(e->ctl, dir, name, false);
+
+	CHECK_INT(ino, >, 0);
+	return ino;
+}
+
+static int64_t list_ino(struct env *e, const char *name, bool create)
+{
+	return ctl_lookup(e->ctl, ctl_ino(e, "lists"), name, create);
+}
+
+/* the inode of dataset path @path (0 if none) */
+static uint64_t file_ino(struct env *e, const char *path)
+{
+	const struct ns_node *n;
+	uint64_t ino;
+
+	n = ns_resolve(nsmgr_rdlock(e->nm), path, strlen(path));
+	ino = n ? n->ino : 0;
+	nsmgr_unlock(e->nm);
+	return ino;
+}
+
+/* commit @text to control file @ino: the return code, report in @out */
+static int commit(struct env *e, uint64_t ino, const char *text, char *out,
+		  size_t len)
+{
+	char *report = (char *)"junk";
+	int rc = ctl_commit(e->ctl, ino, text, strlen(text), &report);
+
+	snprintf(out, len, "%s", report ? report : "(null)");
+	free(report);
+	return rc;
+}
+
+/* ctl_read() of @ino as a string (static buffer) */
+static const char *read_text(struct env *e, uint64_t ino)
+{
+	static char out[8192];
+	size_t len = 12345;
+	char *text = ctl_read(e->ctl, ino, &len);
+
+	CHECK(text != NULL);
+	if (!text)
+		return "";
+	CHECK_INT(len, ==, strlen(text));
+	snprintf(out, sizeof(out), "%s", text);
+	free(text);
+	return out;
+}
+
+/* the value of line "@key " in @text, or -999 */
+static long long field(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+	const char *p = text;
+
+	for (; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (!strncmp(p, key, kl) && p[kl] == ' ')
+			return strtoll(p + kl + 1, NULL, 10);
+	return -999;
+}
+
+static void test_lookup_and_kind(void)
+{
+	static const struct {
+		const char *name;
+		enum ctl_kind kind;
+		bool writable;
+	} want[] = {
+		{ "lists", CTL_LISTS, false }, { "stats", CTL_STATS, false },
+		{ "heat", CTL_HEAT, false }, { "pin", CTL_PIN, true },
+		{ "unpin", CTL_UNPIN, true }, { "evict", CTL_EVICT, true },
+		{ "warm", CTL_WARM, true },
+	};
+	struct env e;
+	int64_t dir, ino, r0;
+	size_t i;
+
+	env_init(&e);
+	dir = ctl_lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false);
+	CHECK_INT(dir, >, NS_ROOT_INO);
+	CHECK_INT(dir, <, NS_FIRST_INO);
+	CHECK_INT(ctl_kind(e.ctl, dir), ==, CTL_DIR);
+	CHECK(!ctl_is_writable(e.ctl, dir));
+	/* other names in the root are the dataset's */
+	CHECK_INT(ctl_lookup(e.ctl, NS_ROOT_INO, "a", false), ==, 0);
+	CHECK_INT(ctl_lookup(e.ctl, NS_ROOT_INO, ".fusefs2", true), ==, 0);
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		ino = ctl_lookup(e.ctl, dir, want[i].name, false);
+		CHECK_INT(ino, >, dir);
+		CHECK_INT(ino, <, NS_FIRST_INO);
+		CHECK_INT(ctl_kind(e.ctl, ino), ==, want[i].kind);
+		CHECK_INT(ctl_is_writable(e.ctl, ino), ==, want[i].writable);
+		/* a control file has no children */
+		if (want[i].kind != CTL_LISTS)
+			CHECK_INT(ctl_lookup(e.ctl, ino, "x", true), ==,
+				  -ENOENT);
+	}
+	CHECK_INT(ctl_lookup(e.ctl, dir, "nosuch", true), ==, -ENOENT);
+	/* list names get inodes only when asked to create them */
+	CHECK_INT(list_ino(&e, "rank0", false), ==, -ENOENT);
+	r0 = list_ino(&e, "rank0", true);
+	CHECK_INT(r0, >, 0);
+	CHECK_INT(r0, <, NS_FIRST_INO);
+	CHECK_INT(list_ino(&e, "rank0", false), ==, r0);
+	CHECK_INT(list_ino(&e, "rank0", true), ==, r0);
+	CHECK_INT(ctl_kind(e.ctl, r0), ==, CTL_LIST);
+	CHECK(ctl_is_writable(e.ctl, r0));
+	CHECK_INT(ctl_kind(e.ctl, r0 + 1), ==, CTL_NONE);
+	CHECK_INT(list_ino(&e, "rank1", true), ==, r0 + 1);
+	CHECK_INT(ctl_kind(e.ctl, r0 + 1), ==, CTL_LIST);
+	CHECK_INT(list_ino(&e, "", true), ==, -ENOENT);
+	CHECK_INT(list_ino(&e, "a/b", true), ==, -ENOENT);
+	CHECK_INT(list_ino(&e, "x1234567890123456789012345678901"
+			   "234567890123456789012345678901234", true), ==,
+		  -ENOENT);
+	/* dataset inodes are not control inodes */
+	CHECK_INT(ctl_kind(e.ctl, NS_ROOT_INO), ==, CTL_NONE);
+	CHECK_INT(ctl_kind(e.ctl, file_ino(&e, "top")), ==, CTL_NONE);
+	CHECK_INT(ctl_kind(e.ctl, file_ino(&e, "a")), ==, CTL_NONE);
+	CHECK(!ctl_is_writable(e.ctl, file_ino(&e, "top")));
+	CHECK_INT(ctl_lookup(e.ctl, file_ino(&e, "a"), "1", false), ==, 0);
+	env_fini(&e);
+}
+
+static void test_readdir(void)
+{
+	static const char *const names[] = {
+		"lists", "stats", "heat", "pin", "unpin", "evict", "warm",
+	};
+	uint64_t dir, lists, ino;
+	int64_t r0, r1;
+	const char *name = "";
+	struct env e;
+	size_t i;
+
+	env_init(&e);
+	dir = ctl_lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false);
+	lists = ctl_ino(&e, "lists");
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		CHECK(ctl_readdir(e.ctl, dir, i, &name, &ino));
+		CHECK_STR(name, names[i]);
+		CHECK_INT(ino, ==, ctl_lookup(e.ctl, dir, names[i], false));
+	}
+	CHECK(!ctl_readdir(e.ctl, dir, ARRAY_SIZE(names), &name, &ino));
+	CHECK(!ctl_readdir(e.ctl, lists, 0, &name, &ino));
+	r0 = list_ino(&e, "rank0", true);
+	r1 = list_ino(&e, "rank1", true);
+	CHECK(ctl_readdir(e.ctl, lists, 0, &name, &ino));
+	CHECK_STR(name, "rank0");
+	CHECK_INT(ino, ==, r0);
+	CHECK(ctl_readdir(e.ctl, lists, 1, &name, &ino));
+	CHECK_STR(name, "rank1");
+	CHECK_INT(ino, ==, r1);
+	CHECK(!ctl_readdir(e.ctl, lists, 2, &name, &ino));
+	/* neither files nor the dataset are control directories */
+	CHECK(!ctl_readdir(e.ctl, ctl_ino(&e, "stats"), 0, &name, &ino));
+	CHECK(!ctl_readdir(e.ctl, NS_ROOT_INO, 0, &name, &ino));
+	env_fini(&e);
+}
+
+static void test_paths(void)
+{
+	static const char *const verbs[] = { "pin", "unpin", "evict" };
+	char rep[256];
+	struct env e;
+	uint64_t ino;
+	size_t v;
+
+	env_init(&e);
+	for (v = 0; v < ARRAY_SIZE(verbs); v++) {
+		ino = ctl_ino(&e, verbs[v]);
+		CHECK_INT(commit(&e, ino, "a/1\n", rep, sizeof(rep)), ==, 0);
+		CHECK_STR(rep, "files 1\nunknown 0\n");
+		/* a directory is every file below it, however written */
+		CHECK_INT(commit(&e, ino, "a\n", rep, sizeof(rep)), ==, 0);
+		CHECK_STR(rep, "files 3\nunknown 0\n");
+		CHECK_INT(commit(&e, ino, "/a/b/\r\n", rep, sizeof(rep)), ==,
+			  0);
+		CHECK_STR(rep, "files 1\nunknown 0\n");
+		/* unknown paths are counted; some file done is success */
+		CHECK_INT(commit(&e, ino, "top\r\nnosuch\na/9\nz/only", rep,
+				 sizeof(rep)), ==, 0);
+		CHECK_STR(rep, "files 2\nunknown 2\n");
+		CHECK_INT(commit(&e, ino, "nosuch\n", rep, sizeof(rep)), ==,
+			  -ENOENT);
+		CHECK_STR(rep, "files 0\nunknown 1\n");
+		CHECK_INT(commit(&e, ino, "", rep, sizeof(rep)), ==, 0);
+		CHECK_STR(rep, "files 0\nunknown 0\n");
+		/* an empty line is the root (the client writes the mount
+		 * itself so): every file */
+		CHECK_INT(commit(&e, ino, "\n", rep, sizeof(rep)), ==, 0);
+		CHECK_STR(rep, "files 5\nunknown 0\n");
+		CHECK_INT(commit(&e, ino, "/\n", rep, sizeof(rep)), ==, 0);
+		CHECK_STR(rep, "files 5\nunknown 0\n");
+	}
+	CHECK_INT(kicks, ==, 0);
+	CHECK_INT(field(read_text(&e, ctl_ino(&e, "stats")),
+			"lists_published"), ==, 0);
+	env_fini(&e);
+}
+
+static void test_commit_elsewhere(void)
+{
+	static const char *const ro[] = { "stats", "heat", "lists" };
+	char rep[64];
+	struct env e;
+	size_t i;
+
+	env_init(&e);
+	for (i = 0; i < ARRAY_SIZE(ro); i++) {
+		CHECK_INT(commit(&e, ctl_ino(&e, ro[i]), "a/1\n", rep,
+				 sizeof(rep)), ==, -EBADF);
+		CHECK_STR(rep, "(null)");
+	}
+	CHECK_INT(commit(&e, file_ino(&e, "top"), "a/1\n", rep, sizeof(rep)),
+		  ==, -EBADF);
+	CHECK_INT(commit(&e, ctl_lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false),
+			 "a/1\n", rep, sizeof(rep)), ==, -EBADF);
+	env_fini(&e);
+}
+
+static void test_list_publish(void)
+{
+	char rep[1024];
+	const char *t;
+	struct env e;
+	int64_t r0;
+
+	env_init(&e);
+	r0 = list_ino(&e, "rank0", true);
+	/* not published yet: the status says so */
+	CHECK_STR(read_text(&e, r0), "list rank0: not published\n");
+	CHECK_INT(commit(&e, r0, "a/1\r\n/top\na/\nnosuch\na/1\n\n", rep,
+			 sizeof(rep)), ==, 0);
+	CHECK(strstr(rep, "list rank0: published\nlines 6\naccepted 2\n")
+	      == rep);
+	CHECK(strstr(rep, "\nrejected_directory 1 (first at line 3)\n"));
+	CHECK(strstr(rep, "\nrejected_unknown 1 (first at line 4)\n"));
+	CHECK(strstr(rep, "\nrejected_duplicate 1 (first at line 5)\n"));
+	CHECK(strstr(rep, "\nrejected_empty 1 (first at line 6)\n"));
+	CHECK_INT(kicks, ==, 1);
+	t = read_text(&e, r0);
+	CHECK(strstr(t, "list rank0\nposition 0\nfiles 2\n") == t);
+	CHECK(strstr(t, "# last publish\nlines 6\naccepted 2\n") != NULL);
+	t = read_text(&e, ctl_ino(&e, "stats"));
+	CHECK_INT(field(t, "lists_published"), ==, 1);
+	CHECK(strstr(t, "\nlist_files{list=\"rank0\"} 2\n") != NULL);
+	/* no usable line: refused, the published list unchanged */
+	CHECK_INT(commit(&e, r0, "nosuch\na\n", rep, sizeof(rep)), ==, -EINVAL);
+	CHECK(strstr(rep, "list rank0: NOT published\nlines 2\naccepted 0\n")
+	      == rep);
+	CHECK_INT(kicks, ==, 1);
+	t = read_text(&e, r0);
+	CHECK_INT(field(t, "files"), ==, 2);
+	CHECK_INT(field(t, "next_epoch_files"), ==, 0);
+	CHECK_INT(field(read_text(&e, ctl_ino(&e, "stats")),
+			"lists_published"), ==, 1);
+	/* published while it runs: queued as the next epoch */
+	CHECK_INT(commit(&e, r0, "z/only\n", rep, sizeof(rep)), ==, 0);
+	CHECK_INT(field(read_text(&e, r0), "next_epoch_files"), ==, 1);
+	/* the reader's opens move the position */
+	ctl_note_open(e.ctl, file_ino(&e, "a/1"), true);
+	CHECK_INT(kicks, ==, 3);
+	t = read_text(&e, r0);
+	CHECK_INT(field(t, "position"), ==, 1);
+	CHECK(strstr(t, "\nhit_ratio 1.000\n") != NULL);
+	env_fini(&e);
+}
+
+static void test_commit_list_by_name(void)
+{
+	const char *name = "";
+	char *report = NULL;
+	struct env e;
+	uint64_t ino;
+
+	env_init(&e);
+	CHECK_INT(ctl_commit_list(e.ctl, "loader-7", "a/2\n", 4, &report), ==,
+		  0);
+	CHECK(report && strstr(report, "list loader-7: published\n") == report);
+	free(report);
+	report = NULL;
+	/* the name now has an inode under lists/ */
+	CHECK(ctl_readdir(e.ctl, ctl_ino(&e, "lists"), 0, &name, &ino));
+	CHECK_STR(name, "loader-7");
+	CHECK_INT(list_ino(&e, "loader-7", false), ==, ino);
+	CHECK_INT(field(read_text(&e, ino), "files"), ==, 1);
+	/* a name lists.c refuses: -EINVAL, nothing published */
+	CHECK_INT(ctl_commit_list(e.ctl, ".hidden", "a/2\n", 4, &report), ==,
+		  -EINVAL);
+	CHECK(report && strstr(report, "NOT published") != NULL);
+	free(report);
+	CHECK_INT(field(read_text(&e, ctl_ino(&e, "stats")),
+			"lists_published"), ==, 1);
+	CHECK_INT(lists_count(e.lists), ==, 1);
+	env_fini(&e);
+}
+
+static void test_warm(void)
+{
+	char rep[1024];
+	struct env e;
+	uint64_t warm;
+	int64_t w;
+
+	env_init(&e);
+	warm = ctl_ino(&e, "warm");
+	/* a heat export: comments skipped, the first column taken */
+	CHECK_INT(commit(&e, warm, "# path\tscore\topens\n"
+			 "a/b/3\t9.5\t3\t0\t0\t0\n\ntop\r\nnosuch\t1\n", rep,
+			 sizeof(rep)), ==, 0);
+	CHECK(strstr(rep, "list warm: published\nlines 3\naccepted 2\n")
+	      == rep);
+	w = list_ino(&e, "warm", false);
+	CHECK_INT(ctl_kind(e.ctl, w), ==, CTL_LIST);
+	CHECK_INT(field(read_text(&e, w), "files"), ==, 2);
+	CHECK_INT(commit(&e, warm, "# nothing\n\n", rep, sizeof(rep)), ==,
+		  -EINVAL);
+	env_fini(&e);
+}
+
+static void test_read_texts(void)
+{
+	const char *t;
+	struct env e;
+
+	env_init(&e);
+	t = read_text(&e, ctl_ino(&e, "stats"));
+	CHECK_INT(field(t, "reads"), ==, 0);
+	CHECK_INT(field(t, "ns_files"), ==, ARRAY_SIZE(files));
+	CHECK_INT(field(t, "ns_dirs"), ==, 4);	/* root, a, a/b, z */
+	CHECK_INT(field(t, "cache_bytes_limit"), ==, 64 << 20);
+	CHECK_INT(field(t, "cache_files"), ==, 0);
+	/* nothing was opened: the heat table is its header */
+	CHECK_STR(read_text(&e, ctl_ino(&e, "heat")),
+		  "# path\tscore\topens\tlast\tbytes\tcached\n");
+	/* no opens, so nothing to re-warm and no list "warm" */
+	CHECK_INT(ctl_rewarm(e.ctl, 10), ==, 0);
+	CHECK_INT(list_ino(&e, "warm", false), ==, -ENOENT);
+	/* write-only files and directories read as empty */
+	CHECK_STR(read_text(&e, ctl_ino(&e, "pin")), "");
+	CHECK_STR(read_text(&e, ctl_ino(&e, "lists")), "");
+	env_fini(&e);
+}
+
+int main(void)
+{
+	runner_name = "test_ctl";
+	log_level = LOG_ERR;
+	TEST(test_lookup_and_kind);
+	TEST(test_readdir);
+	TEST(test_paths);
+	TEST(test_commit_elsewhere);
+	TEST(test_list_publish);
+	TEST(test_commit_list_by_name);
+	TEST(test_warm);
+	TEST(test_read_texts);
+	return runner_done();
+}
