@@ -18,7 +18,7 @@ endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log conf hash htab pathmap ns recfmt meta stats policy cache fetch \
-          s3sign s3list lists
+          s3sign s3list lists backend_file
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs \
           cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
