@@ -45,8 +45,12 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o
 unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@fail=0; for t in $^; do $$t || fail=1; done; exit $$fail
 
-# the whole suite: unit tests, then integration tests on a real cluster
-check test: all unit
+# no Ceph needed: unit tests, then the FUSE tests over file:// sources
+test: all unit
+	tests/run-fuse.sh $(BIN)
+
+# the whole suite: also the integration tests on a throwaway Ceph cluster
+check: test
 	tests/run-integration.sh $(BIN)
 
 bench: all
