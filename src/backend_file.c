@@ -14,7 +14,9 @@
  *
  * Symlinks are never followed, neither while listing nor while opening a
  * key: each component is opened with O_NOFOLLOW from the root directory's
- * fd, so a key cannot leave DIR.  Symlinks, FIFOs, sockets and devices are
+ * fd, so a key cannot leave DIR (a key with a leading '/', an empty, "."
+ * or ".." component is -ENOENT, as is one that meets a symlink or names
+ * anything but a regular file).  Symlinks, FIFOs, sockets and devices are
  * skipped (counted, the first few logged per listing); so are unreadable
  * subdirectories.  Other listing errors fail the listing (a re-listing
  * then keeps the old tree instead of losing half of it).
@@ -85,7 +87,7 @@ struct walk {
 	struct file_be *f;
 	backend_list_fn fn;
 	void *arg;
-	char path[PATH_MAX];		/* key being built, NUL-terminated */
+	char path[PATH_MAX];		/* the key being built */
 	uint64_t skipped[SKIP_NKINDS];
 };
 
@@ -149,7 +151,8 @@ static const char *printable(const char *s, char *buf, size_t len)
 	size_t i;
 
 	for (i = 0; s[i] && i + 1 < len; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ?
+			 '?' : s[i];
 	buf[i] = '\0';
 	return buf;
 }
@@ -343,10 +346,9 @@ static int walk_entry(struct walk *w, int dfd, size_t plen, const char *name,
 	if (fd < 0) {
 		rc = -errno;
 		w->path[plen] = '\0';
-		if (rc == -ENOENT)
-			return 0;
-		if (rc == -EACCES || rc == -EPERM || rc == -ELOOP ||
-		    rc == -ENOTDIR) {
+		if (rc == -ENOENT || rc == -ENOTDIR)
+			return 0;		/* removed or replaced meanwhile */
+		if (rc == -EACCES || rc == -EPERM || rc == -ELOOP) {
 			note_skip(w, rc == -EACCES || rc == -EPERM ?
 				  SKIP_UNREADABLE : SKIP_SYMLINK, name);
 			return 0;
