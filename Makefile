@@ -19,7 +19,7 @@ endif
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
-          s3sign s3list lists
+          s3sign s3list lists backend_file
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs \
           cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
@@ -47,8 +47,12 @@ unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"; \
 	fail=0; for t in $^; do $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || fail=1; done; exit $$fail
 
-# the whole suite: unit tests, then integration tests on a real cluster
-check test: all unit
+# no Ceph needed: unit tests, then the FUSE tests over file:// sources
+test: all unit
+	tests/run-fuse.sh $(BIN)
+
+# the whole suite: also the integration tests on a throwaway Ceph cluster
+check: test
 	tests/run-integration.sh $(BIN)
 
 bench: all

@@ -57,7 +57,7 @@ static void usage(FILE *f)
 		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"
 		"       fusefs warm MOUNTPOINT --from hot.tsv\n"
 		"       fusefs --version\n"
-		"SOURCE is rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX] (with --endpoint).\n"
+		"SOURCE is rados://POOL[/PREFIX], s3://BUCKET[/PREFIX] (with --endpoint) or file:///DIR.\n"
 		"Options:\n"
 		"  -f                   stay in the foreground\n"
 		"  -d                   debug logging and FUSE request tracing\n"

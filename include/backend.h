@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend.h - where objects come from.  Each backend (rados, s3) is one
- * file implementing struct backend_ops; nothing else sees its library.
+ * backend.h - where objects come from.  Each backend (rados, s3, file) is
+ * one file implementing struct backend_ops; nothing else sees its library.
  *
  * Versions: every object carries a change token (ns_attr.version): the
- * RADOS object version or the S3 ETag.  A read names the version it
+ * RADOS object version, the S3 ETag, or a file's inode, mtime and size.  A read names the version it
  * expects; a backend that finds another one fails the read with -ESTALE
  * instead of returning bytes of a different object.
  */
@@ -77,5 +77,7 @@ int backend_set_prefix(struct backend *be, const char *p);
 
 extern const struct backend_ops backend_rados_ops;
 extern const struct backend_ops backend_s3_ops;
+/* file:///DIR: a local directory tree (backend_file.c) */
+extern const struct backend_ops backend_file_ops;
 
 #endif

@@ -21,7 +21,7 @@ enum read_mode {
 };
 
 struct fusefs_conf {
-	char *source;		/* rados://pool[/prefix] or s3://bucket[/prefix] */
+	char *source;		/* rados://pool[/prefix], s3://bucket[/prefix], file:///dir */
 	char *mountpoint;
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes, hard bound on cached data */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine (as root):
-# installs dependencies, builds, runs the C unit tests and the integration
-# tests against a throwaway Ceph cluster, then all of it again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# installs dependencies, builds, runs the C unit tests, the FUSE tests over
+# file:// sources and the integration tests against a throwaway Ceph
+# cluster, then all of it again under AddressSanitizer +
+# UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -13,10 +14,13 @@ echo "== build =="
 make -j"$(nproc)"
 echo "== unit tests =="
 make unit
+echo "== FUSE tests (file:// sources) =="
+tests/run-fuse.sh build/bin/fusefs
 echo "== integration tests =="
 tests/run-integration.sh build/bin/fusefs
 
-echo "== sanitizer build (ASan+UBSan): unit and integration tests =="
+echo "== sanitizer build (ASan+UBSan): unit, FUSE and integration tests =="
 make SAN=1 -j"$(nproc)"
 make SAN=1 unit
+tests/run-fuse.sh build-san/bin/fusefs
 tests/run-integration.sh build-san/bin/fusefs

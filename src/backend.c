@@ -10,6 +10,7 @@
 static const struct backend_ops *const backends[] = {
 	&backend_rados_ops,
 	&backend_s3_ops,
+	&backend_file_ops,
 };
 
 int backend_split_source(const char *src, char *scheme, size_t slen,
@@ -51,14 +52,14 @@ static const struct backend_ops *find_ops(const char *src, const char **where)
 	size_t i;
 
 	if (backend_split_source(src, scheme, sizeof(scheme), where)) {
-		fprintf(stderr, "fusefs: bad source '%s': expected rados://POOL[/PREFIX] or s3://BUCKET[/PREFIX]\n",
+		fprintf(stderr, "fusefs: bad source '%s': expected rados://POOL[/PREFIX], s3://BUCKET[/PREFIX] or file:///DIR\n",
 			src);
 		return NULL;
 	}
 	for (i = 0; i < ARRAY_SIZE(backends); i++)
 		if (!strcmp(backends[i]->scheme, scheme))
 			return backends[i];
-	fprintf(stderr, "fusefs: unsupported source scheme '%s://' (supported: rados://, s3://)\n",
+	fprintf(stderr, "fusefs: unsupported source scheme '%s://' (supported: rados://, s3://, file://)\n",
 		scheme);
 	return NULL;
 }

@@ -1,24 +1,21 @@
 """pytest fixtures: one real Ceph cluster per session, fusefs mounts through
-the real kernel FUSE (modelled on libfuse's test/util.py: start in the
-foreground, poll until mounted, fail early if the daemon exits; on teardown
-unmount and require exit status 0; scan the daemon's log for sanitizer
-reports)."""
+the real kernel FUSE (tests/mountlib.py: start in the foreground, poll
+until mounted, fail early if the daemon exits; on teardown unmount and
+require exit status 0; scan the daemon's log for sanitizer reports)."""
 
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from cephcluster import CephCluster  # noqa: E402
+# re-exported: the tests import these from conftest
+from mountlib import (BAD_WORDS, FUSEFS, ROOT, Mount, run_fusefs,  # noqa: E402,F401
+                      umount_all, wait_for)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FUSEFS = os.environ.get("FUSEFS_BIN", os.path.join(ROOT, "build", "bin", "fusefs"))
 POOL = "fusefs"
-BAD_WORDS = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "Segmentation fault")
 
 
 def pytest_configure(config):
@@ -101,76 +98,6 @@ def s3store(ceph):
     return _stores["s3"]
 
 
-class Mount:
-    """A running fusefs daemon and its mount point."""
-
-    def __init__(self, source, mnt, cache, log, args, env=None):
-        self.source, self.mnt, self.cache, self.log_path = source, mnt, cache, log
-        self.args = args
-        self.env = dict(os.environ, **(env or {}))
-        self.proc = None
-
-    def start(self, timeout=60):
-        self.logf = open(self.log_path, "ab")
-        cmd = [FUSEFS, "mount", self.source, self.mnt, "-f", "--cache-dir", self.cache] + self.args
-        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     env=self.env)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"fusefs exited with {self.proc.returncode}:\n{self.log()}")
-            if os.path.ismount(self.mnt):
-                return self
-            time.sleep(0.05)
-        raise AssertionError(f"not mounted after {timeout}s:\n{self.log()}")
-
-    def log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stats(self):
-        raw = os.getxattr(self.mnt, "user.fusefs.stats").decode()
-        return {k: int(v) for k, v in (line.split() for line in raw.splitlines())}
-
-    def path(self, rel):
-        return os.path.join(self.mnt, rel)
-
-    def umount(self, check=True):
-        if self.proc is None:
-            return
-        um = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True,
-                            text=True)
-        try:
-            rc = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            # say why, for the next one who sees this
-            stacks = subprocess.run(
-                ["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
-                 "thread apply all bt 12"], capture_output=True, text=True).stdout
-            self.kill()
-            raise AssertionError(f"fusefs did not exit after unmount (fusermount3: "
-                                 f"{um.returncode} {um.stderr})\n{stacks[-6000:]}\n"
-                                 f"{self.log()[-3000:]}")
-        self.proc = None
-        self.logf.close()
-        log = self.log()
-        for w in BAD_WORDS:
-            assert w not in log, log
-        if check:
-            assert rc == 0, f"fusefs exited {rc}:\n{log}"
-
-    def kill(self):
-        """SIGKILL the daemon and clear the dead mount."""
-        if self.proc is None:
-            return
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.proc = None
-        subprocess.run(["fusermount3", "-uz", self.mnt], check=False,
-                       stderr=subprocess.DEVNULL)
-        self.logf.close()
-
-
 @pytest.fixture
 def mounter(tmp_path, ceph):
     """mounter(prefix, *args, cache=None, store=None) -> a started Mount of
@@ -190,25 +117,4 @@ def mounter(tmp_path, ceph):
         return m.start() if start else m
 
     yield make
-    failed = []
-    for m in mounts:
-        try:
-            m.umount()
-        except AssertionError as e:
-            failed.append(str(e))
-    assert not failed, failed
-
-
-def wait_for(cond, timeout=30):
-    """poll @cond until true (True) or @timeout seconds pass (False)"""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def run_fusefs(*args, timeout=60, env=None):
-    return subprocess.run([FUSEFS] + list(args), capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, **(env or {})))
+    umount_all(mounts)

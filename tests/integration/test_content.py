@@ -4,22 +4,17 @@ S3 bucket on radosgw (the `store` fixture)."""
 
 import hashlib
 import os
-import random
 import subprocess
 import threading
 import time
 
 import pytest
 
+from checks import (MiB, check_random_reads, concurrent_readers, data_files,
+                    flip_cached_byte, rnd)
 from conftest import POOL
 
-MiB = 1 << 20
 CHUNK = 4 * MiB
-
-
-def rnd(n, seed):
-    return random.Random(seed).randbytes(n)
-
 
 SIZES = {"zero": 0, "one": 1, "chunk_minus_1": CHUNK - 1, "chunk": CHUNK,
          "chunk_plus_1": CHUNK + 1, "big": 100 * MiB + 12345}
@@ -40,13 +35,7 @@ def test_sizes_whole_and_random_offsets(mounter, sized, store):
         assert os.stat(m.path(name)).st_size == len(d)
         with open(m.path(name), "rb") as f:
             assert f.read() == d, name
-    r = random.Random(7)
-    with open(m.path("big"), "rb") as f:
-        for _ in range(200):
-            off = r.randrange(len(sized["big"]))
-            n = r.randrange(1, 3 * MiB)
-            f.seek(off)
-            assert f.read(n) == sized["big"][off:off + n]
+    check_random_reads(m.path("big"), sized["big"])
     s = m.stats()
     assert s["read_errors"] == 0 and s["checksum_failures"] == 0
 
@@ -54,31 +43,7 @@ def test_sizes_whole_and_random_offsets(mounter, sized, store):
 def test_eight_concurrent_readers_cold(mounter, sized, store):
     m = mounter("sized", store=store)
     want = sized["big"]
-    errors = []
-
-    def reader(i):
-        r = random.Random(i)
-        try:
-            with open(m.path("big"), "rb") as f:
-                if i % 2:
-                    got = f.read()
-                    if got != want:
-                        errors.append(f"reader {i}: whole file differs")
-                else:
-                    for _ in range(100):
-                        off = r.randrange(len(want))
-                        f.seek(off)
-                        if f.read(65536) != want[off:off + 65536]:
-                            errors.append(f"reader {i}: bytes at {off} differ")
-        except OSError as e:
-            errors.append(f"reader {i}: {e}")
-
-    threads = [threading.Thread(target=reader, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not concurrent_readers(m.path("big"), want)
     s = m.stats()
     chunks = (len(want) + CHUNK - 1) // CHUNK
     # single flight: every chunk fetched once, however many readers wanted it
@@ -142,13 +107,6 @@ def test_sigkill_mid_read_then_remount(mounter, sized, store, tmp_path):
     assert s["bytes_from_backend"] <= len(want) - 30 * MiB, s
 
 
-def data_files(cache):
-    out = []
-    for root, _, files in os.walk(os.path.join(cache, "data")):
-        out += [os.path.join(root, f) for f in files]
-    return out
-
-
 def test_flipped_byte_is_refetched(mounter, sized, store, tmp_path):
     cache = str(tmp_path / "flip")
     want = sized["chunk_plus_1"]
@@ -156,12 +114,7 @@ def test_flipped_byte_is_refetched(mounter, sized, store, tmp_path):
     with open(m.path("chunk_plus_1"), "rb") as f:
         assert f.read() == want
     m.umount()
-    (path,) = [p for p in data_files(cache) if os.path.getsize(p) >= 100]
-    with open(path, "r+b") as f:
-        f.seek(1000)
-        b = f.read(1)
-        f.seek(1000)
-        f.write(bytes([b[0] ^ 0x01]))
+    flip_cached_byte(cache)
     subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
     m2 = mounter("sized", cache=cache, store=store)
     with open(m2.path("chunk_plus_1"), "rb") as f:

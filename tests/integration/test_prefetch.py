@@ -10,21 +10,11 @@ import time
 
 import pytest
 
+from checks import MALFORMED, MiB, cached, rnd
 from conftest import POOL, ROOT, run_fusefs, wait_for
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import fusefs_prefetch  # noqa: E402
-
-MiB = 1 << 20
-
-
-def rnd(n, seed):
-    return random.Random(seed).randbytes(n)
-
-
-def cached(m, rel):
-    return int(os.getxattr(m.path(rel), "user.fusefs.cached"))
-
 
 
 @pytest.fixture(scope="module")
@@ -192,17 +182,6 @@ def test_rewarm_at_mount(mounter, shards, tmp_path):
     # default policy: the cached files are in no list, the hot one wins
     m2 = mount_pf(mounter, "--cache-size", "4M", "--rewarm", "1", cache=cache)
     assert wait_for(lambda: cached(m2, "s010") == MiB)
-
-
-MALFORMED = [
-    ("unknown", b"s001\nno/such/file\ns002\n", {"accepted": 2, "rejected_unknown": 1}),
-    ("dirs", b"s001\n.\n", {"accepted": 1}),
-    ("dup", b"s001\ns001\ns002\n", {"accepted": 2, "rejected_duplicate": 1}),
-    ("empty", b"\n\ns001\n\n", {"accepted": 1, "rejected_empty": 3}),
-    ("crlf", b"s001\r\ns002\r\n", {"accepted": 2}),
-    ("long", b"s001\n" + b"x" * 10000 + b"\n", {"accepted": 1, "rejected_too_long": 1}),
-    ("binary", b"s001\n\x00\xff\xfe garbage\n\xc3\x28\n", {"accepted": 1, "rejected_binary": 2}),
-]
 
 
 @pytest.mark.parametrize("name,data,want", MALFORMED, ids=[c[0] for c in MALFORMED])

@@ -1,0 +1,138 @@
+"""The control files under MNT/.fusefs/ over a file:// source: stats, pins,
+eviction, epoch lists and the prefetcher ahead of the reader, malformed
+lists. Ported from tests/integration/test_prefetch.py, sized down."""
+
+import errno
+import os
+import random
+import re
+import time
+
+import pytest
+
+from checks import MALFORMED, MiB, cached, rnd
+from mountlib import run_fusefs, wait_for
+from util import put, read_uncached
+
+
+@pytest.fixture
+def shards(src):
+    """32 files of 1 MiB (one chunk each)"""
+    data = {f"s{i:03d}": rnd(MiB, i) for i in range(32)}
+    put(src, data)
+    return data
+
+
+def ctl_write(m, name, data):
+    with open(os.path.join(m.mnt, ".fusefs", name), "wb") as f:
+        f.write(data)
+
+
+def ctl_read(m, name):
+    with open(os.path.join(m.mnt, ".fusefs", name), "rb") as f:
+        return f.read().decode()
+
+
+def parse(text):
+    return {k: int(v) for k, v in (line.split() for line in text.splitlines())}
+
+
+def test_stats_file_and_xattrs(mounter, src):
+    put(src, {"d/f": b"x" * 3000})
+    m = mounter()
+    assert ".fusefs" not in os.listdir(m.mnt)          # dataset walks miss it
+    assert {"stats", "lists", "pin", "unpin", "evict"} <= set(os.listdir(m.path(".fusefs")))
+    assert read_uncached(m.path("d/f")) == b"x" * 3000
+    st = parse(ctl_read(m, "stats"))
+    assert st["listings"] == 1 and st["bytes_from_backend"] == 3000
+    assert st["ns_files"] == 1, st
+    assert m.stats()["bytes_from_backend"] == 3000      # the xattr agrees
+    assert os.getxattr(m.path("d/f"), "user.fusefs.key") == b"d/f"
+    assert wait_for(lambda: os.getxattr(m.path("d/f"), "user.fusefs.cached") == b"4096")
+    r = run_fusefs("stats", m.mnt)
+    assert r.returncode == 0 and "\nbytes_from_backend 3000\n" in "\n" + r.stdout
+
+
+def test_pin_unpin_evict(mounter, shards):
+    m = mounter("--cache-size", "8M", "--evict", "lru")
+    read_uncached(m.path("s000"))
+    ctl_write(m, "pin", b"s000\n")
+    for n in sorted(shards)[1:]:
+        assert read_uncached(m.path(n)) == shards[n]
+    assert m.stats()["evictions"] > 10
+    assert cached(m, "s000") == MiB                     # pinned: kept
+    ctl_write(m, "unpin", b"s000\n")
+    for n in sorted(shards)[1:]:
+        read_uncached(m.path(n))
+    assert cached(m, "s000") == 0                       # unpinned: evicted
+    last = sorted(shards)[-1]                           # stored after the reply
+    assert wait_for(lambda: cached(m, last) == MiB)
+    ctl_write(m, "evict", b"\n")                        # the whole tree
+    assert m.stats()["cache_bytes_used"] == 0
+    assert all(cached(m, n) == 0 for n in shards)
+
+
+def test_unknown_pin_path_is_refused(mounter, shards):
+    m = mounter()
+    with pytest.raises(OSError):
+        ctl_write(m, "pin", b"no/such/file\n")
+    assert cached(m, "s001") == 0
+
+
+def test_list_is_prefetched_in_order_ahead_of_reader(mounter, shards, tmp_path):
+    m = mounter("--cache-size", "64M", "--readahead", "0")
+    order = sorted(shards)
+    random.Random(3).shuffle(order)
+    ctl_write(m, "lists/rank0", "".join(n + "\n" for n in order).encode())
+    report = ctl_read(m, "lists/rank0")
+    assert "accepted 32" in report, report
+    assert wait_for(lambda: all(cached(m, n) == MiB for n in order), timeout=20)
+    s = m.stats()
+    assert s["prefetch_chunks"] == 32 and s["bytes_from_backend"] == 32 * MiB, s
+    assert s["lists_published"] == 1
+    for n in order:                                     # the epoch: all hits
+        assert read_uncached(m.path(n)) == shards[n]
+    s = m.stats()
+    assert s["bytes_from_backend"] == 32 * MiB and s["misses"] == 0, s
+    r = run_fusefs("status", m.mnt)
+    assert 'list_position{list="rank0"} 32' in r.stdout, r.stdout
+
+
+def test_list_larger_than_cache_keeps_the_window(mounter, shards, tmp_path):
+    # room for 8 of the 32 files: the first 8 of the list, nothing else
+    m = mounter("--cache-size", "8M", "--readahead", "0")
+    order = sorted(shards)
+    random.Random(4).shuffle(order)
+    (tmp_path / "l.txt").write_text("".join(n + "\n" for n in order))
+    r = run_fusefs("prefetch", m.mnt, "--list", str(tmp_path / "l.txt"))
+    assert r.returncode == 0 and "accepted 32" in r.stdout, r.stderr
+    assert wait_for(lambda: sum(cached(m, n) for n in order[:8]) == 8 * MiB)
+    time.sleep(0.5)                     # time enough to fetch too far
+    assert sum(cached(m, n) for n in order[8:]) == 0    # window not evicted
+    # reading on: the window moves; every next file arrives without the
+    # reader asking for it (it would be a miss)
+    for n in order:
+        assert wait_for(lambda: cached(m, n) == MiB, timeout=10), n
+        assert read_uncached(m.path(n)) == shards[n]
+    s = m.stats()
+    assert s["misses"] == 0 and s["cache_bytes_used"] <= 8 * MiB, s
+    assert s["prefetch_chunks"] == 32
+
+
+def test_malformed_lists_are_reported(mounter, shards):
+    m = mounter()
+    for name, data, want in MALFORMED:
+        ctl_write(m, f"lists/{name}", data)
+        report = ctl_read(m, f"lists/{name}")
+        for k, v in want.items():
+            assert re.search(rf"^{k} {v}( |$)", report, re.M), (name, k, report)
+    assert m.stats()["lists_published"] == len(MALFORMED)
+
+
+def test_all_bad_list_is_refused_with_einval(mounter, shards):
+    m = mounter()
+    with pytest.raises(OSError) as e:
+        ctl_write(m, "lists/bad", b"\x00\x01\x02" * 1000 + b"\nnope\n")
+    assert e.value.errno == errno.EINVAL
+    assert m.stats()["lists_published"] == 0
+    assert m.stats()["prefetch_chunks"] == 0
