@@ -10,8 +10,8 @@
  *
  * ctl.c, nsmgr.c and report.c are not in the Makefile's CORE (the
  * objects every unit test links), so they are compiled into this test;
- * prefetch_kick() is a counting stub.  If CORE gains them, drop the
- * three #includes below and the stub.
+ * prefetch_kick() and prefetch_published() are counting stubs.  If CORE
+ * gains them, drop the three #includes below and the stubs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +27,11 @@
 static unsigned kicks;
 
 void prefetch_kick(struct prefetcher *p)
+{
+	kicks++;
+}
+
+void prefetch_published(struct prefetcher *p, uint64_t max_size)
 {
 	kicks++;
 }
