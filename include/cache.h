@@ -92,8 +92,9 @@ void cache_ident(const struct centry *ce, struct cache_ident *out);
  */
 int cache_attach(struct cache *c, uint64_t fid, const char *key,
 		 const struct ns_attr *a, struct centry **out, bool *changed);
-/* cache_detach() - drop the open taken by cache_attach(). */
-void cache_detach(struct cache *c, struct centry *ce);
+/* cache_detach() - drop the open taken by cache_attach(); returns the
+ * opens left (@ce may be gone when it is 0) */
+int cache_detach(struct cache *c, struct centry *ce);
 /*
  * cache_hold() - like cache_attach() for a file nobody opened (prefetch):
  * a busy reference instead of an open, and no access is counted.  Drop

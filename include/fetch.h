@@ -69,6 +69,13 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg);
 
 /*
+ * fetch_close() - a reader closed @ce: cache_detach(), and the chunks kept
+ * in memory for the file go with its last open (the disk cache has them,
+ * or the policy did not want them).
+ */
+void fetch_close(struct fetcher *f, struct centry *ce);
+
+/*
  * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at
  * low priority: only while fewer than half of max_inflight prefetches
  * and fewer than max_inflight reads in all are in flight, so demand

@@ -464,15 +464,17 @@ int cache_hold(struct cache *c, uint64_t fid, const char *key,
 	return rc;
 }
 
-void cache_detach(struct cache *c, struct centry *ce)
+int cache_detach(struct cache *c, struct centry *ce)
 {
 	struct later l = LATER_INIT;
+	int left;
 
 	pthread_mutex_lock(&c->lock);
-	ce->opens--;
+	left = --ce->opens;
 	release_locked(c, ce, &l);
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
+	return left;
 }
 
 void cache_busy_get(struct cache *c, struct centry *ce)

@@ -808,6 +808,18 @@ void fetch_destroy(struct fetcher *f)
 	free(f);
 }
 
+void fetch_close(struct fetcher *f, struct centry *ce)
+{
+	struct cache_ident ci;
+
+	cache_ident(ce, &ci);
+	if (cache_detach(f->c, ce))
+		return;
+	pthread_mutex_lock(&f->lock);
+	memchunks_drop(&f->mem, ci.fid, ci.gen);
+	pthread_mutex_unlock(&f->lock);
+}
+
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 {
 	struct cache_ident ci;

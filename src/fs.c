@@ -687,7 +687,7 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 		free(cb->buf);
 		free(cb);
 	} else {
-		cache_detach(fs->d->cache, (struct centry *)(uintptr_t)fi->fh);
+		fetch_close(fs->d->fetch, (struct centry *)(uintptr_t)fi->fh);
 	}
 	fuse_reply_err(req, 0);
 }

@@ -69,6 +69,21 @@ void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
 	s->stamp = ++m->clock;
 }
 
+void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen)
+{
+	unsigned i;
+
+	for (i = 0; i < m->max; i++) {
+		struct memchunk_slot *s = &m->slot[i];
+
+		if (s->cb && s->fid == fid && s->gen == gen) {
+			chunkbuf_put(s->cb);
+			s->cb = NULL;
+			s->stamp = 0;
+		}
+	}
+}
+
 uint64_t memchunks_count(const struct memchunks *m)
 {
 	uint64_t k = 0;
