@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 liburing libxxhash libcurl libxml-2.0 inih libmicrohttpd
+PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \

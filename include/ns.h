@@ -23,6 +23,7 @@
 #define NS_ROOT_INO	1
 #define NS_FIRST_INO	0x10000	/* below: reserved (control files) */
 #define NS_VERSION_MAX	48	/* RADOS version or S3 ETag, NUL included */
+#define NS_SIZE_MAX	(1ULL << 44)	/* largest object served: 16 TiB */
 
 struct ns_attr {
 	uint64_t size;

@@ -10,7 +10,7 @@ PKGS=(
   fuse3 libfuse3-dev
   librados-dev
   liblmdb-dev lmdb-utils
-  liburing-dev libxxhash-dev
+  libxxhash-dev
   libcurl4-openssl-dev libxml2-dev
   libinih-dev libmicrohttpd-dev
   ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados

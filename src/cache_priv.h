@@ -14,8 +14,8 @@
 #include "htab.h"
 
 #define BLK		4096ULL
-/* the largest object the cache takes: 2^44 bytes (16 TiB) */
-#define CACHE_MAX_SIZE	(1ULL << 44)
+/* the largest object the cache takes (16 TiB) */
+#define CACHE_MAX_SIZE	NS_SIZE_MAX
 
 struct centry {
 	uint64_t fid;		/* == the file's inode number */

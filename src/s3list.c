@@ -36,12 +36,42 @@ static char *text(const xmlNode *n)
 	return (char *)xmlNodeGetContent(n);
 }
 
+/*
+ * A size: decimal digits only (no sign, no blanks), at most NS_SIZE_MAX.
+ * Return: 0, or -EBADMSG.
+ */
+static int parse_size(const char *t, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*t)
+		return -EBADMSG;
+	for (; *t; t++) {
+		if (*t < '0' || *t > '9')
+			return -EBADMSG;
+		v = v * 10 + (uint64_t)(*t - '0');
+		if (v > NS_SIZE_MAX)
+			return -EBADMSG;
+	}
+	*out = v;
+	return 0;
+}
+
+/* no control characters (CR/LF would split a header) */
+static bool printable(const char *t)
+{
+	for (; *t; t++)
+		if ((unsigned char)*t < 0x20 || *t == 0x7f)
+			return false;
+	return true;
+}
+
 static int one_entry(const xmlNode *c, int (*fn)(void *, const char *, size_t,
 		     const struct ns_attr *), void *arg)
 {
 	struct ns_attr a = { 0 };
 	char *key = NULL;
-	bool have_size = false;
+	bool have_size = false, have_etag_ctl = false;
 	const xmlNode *f;
 	int rc;
 
@@ -59,20 +89,20 @@ static int one_entry(const xmlNode *c, int (*fn)(void *, const char *, size_t,
 			continue;
 		}
 		if (is(f, "Size")) {
-			char *end;
-
-			a.size = strtoull(t, &end, 10);
-			have_size = *t && !*end && *t != '-';
+			have_size = parse_size(t, &a.size) == 0;
 		} else if (is(f, "LastModified")) {
 			long long when = s3_parse_time(t);
 
 			a.mtime = when < 0 ? 0 : when;
 		} else if (is(f, "ETag")) {
+			if (!printable(t))
+				have_etag_ctl = true;
 			snprintf(a.version, sizeof(a.version), "%s", t);
 		}
 		xmlFree(t);
 	}
-	if (!key || !*key || !have_size) {	/* S3 keys are never empty */
+	/* S3 keys are never empty; an ETag goes into If-Match headers */
+	if (!key || !*key || !have_size || have_etag_ctl) {
 		xmlFree(key);
 		return -EBADMSG;
 	}

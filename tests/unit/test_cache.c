@@ -512,6 +512,23 @@ static void test_index_batched(void)
 	env_fini(&e);
 }
 
+/* a listed size past the largest object is refused, never wrapped */
+static void test_huge_size_refused(void)
+{
+	struct ns_attr a = { .size = 1ULL << 62, .version = "v1" };
+	struct centry *ce = NULL;
+	bool changed;
+	struct env e;
+
+	env_init(&e, 16 * CS, 0, READ_DIRECT);
+	CHECK_INT(cache_attach(e.cache, 42, "huge", &a, &ce, &changed), ==,
+		  -EFBIG);
+	CHECK(ce == NULL);
+	a.size = (1ULL << 44) + 1;
+	CHECK_INT(cache_hold(e.cache, 42, "huge", &a, &ce), ==, -EFBIG);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	runner_name = "test_cache";
@@ -527,5 +544,6 @@ int main(void)
 	TEST(test_replaced_mid_read);
 	TEST(test_retries);
 	TEST(test_index_batched);
+	TEST(test_huge_size_refused);
 	return runner_done();
 }

@@ -4,6 +4,7 @@
  * continuation) and its refusal of malformed or hostile XML.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runner.h"
@@ -104,11 +105,40 @@ static void test_time(void)
 	CHECK_INT(s3_parse_time("yesterday"), ==, -1);
 }
 
+/* one <Contents> with @size and @etag: does the page parse? */
+static int parse_one(const char *size, const char *etag)
+{
+	char xml[1024];
+	struct s3_page pg;
+	struct seen s = { 0 };
+
+	snprintf(xml, sizeof(xml),
+		 "<ListBucketResult><IsTruncated>false</IsTruncated>"
+		 "<Contents><Key>k</Key><ETag>%s</ETag><Size>%s</Size>"
+		 "</Contents></ListBucketResult>", etag, size);
+	return s3list_parse(xml, strlen(xml), &pg, collect, &s);
+}
+
+static void test_hostile_sizes_and_etags(void)
+{
+	CHECK_INT(parse_one("17592186044416", "\"e\""), ==, 0);	/* 2^44 */
+	CHECK_INT(parse_one("17592186044417", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("-5", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one(" -5", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("+5", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("99999999999999999999999", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("12abc", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("", "\"e\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("1", "\"e&#13;&#10;X-Evil: 1\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("1", "\"e\x01\""), ==, -EBADMSG);
+}
+
 int main(void)
 {
 	runner_name = "test_s3list";
 	TEST(test_list_parse);
 	TEST(test_list_malformed);
 	TEST(test_time);
+	TEST(test_hostile_sizes_and_etags);
 	return runner_done();
 }
