@@ -376,6 +376,10 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return 1;
 	}
+	if (cache_check_dir(cf.cache_dir)) {
+		conf_release(&cf);
+		return 1;
+	}
 	log_level = cf.log_level;
 	log_open("fusefs", cf.log_syslog);
 	if (cf.log_file && (rc = log_open_file(cf.log_file))) {

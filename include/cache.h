@@ -71,6 +71,14 @@ struct heat_row {
 	bool pinned, cached;
 };
 
+/*
+ * cache_check_dir() - may @dir hold a cache?  It must be a directory
+ * owned by the daemon's user and writable by nobody else, and its
+ * "index" and "data" entries, where they exist, real directories (not
+ * symlinks) of the same owner.  Call before anything opens files there.
+ * Return: 0, or -EPERM / -ENOTDIR / -errno with a message printed.
+ */
+int cache_check_dir(const char *dir);
 /* cache_open() - lock @cf->cache_dir, load the index; -errno + message */
 int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	       struct meta *m, struct stats *st);

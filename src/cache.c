@@ -360,11 +360,13 @@ static int get_locked(struct cache *c, uint64_t fid, const char *key,
 	*changed = false;
 again:
 	ce = htab_get(&c->tab, fid);
-	if (ce && strcmp(ce->version, a->version)) {
+	if (ce && (strcmp(ce->version, a->version) || ce->size != a->size)) {
+		/* a version names bytes only together with their size */
 		*changed = true;
 		stat_inc(c->st, stale_objects);
-		log_info("object '%s' changed (version %s -> %s): dropping its cached data",
-			 key, ce->version, a->version);
+		log_info("object '%s' changed (version %s -> %s, %" PRIu64
+			 " -> %" PRIu64 " bytes): dropping its cached data",
+			 key, ce->version, a->version, ce->size, a->size);
 		forget_locked(c, ce);
 		meta_q_drop_file(c->meta, ce->fid);
 		/* its bytes stay on disk until its last user is gone */

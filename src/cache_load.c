@@ -164,6 +164,52 @@ static bool direct_works(const char *dir)
 	return fd >= 0;
 }
 
+/* is @st a directory of ours that nobody else can write? */
+static int check_one(const char *what, const struct stat *st)
+{
+	if (!S_ISDIR(st->st_mode)) {
+		fprintf(stderr, "fusefs: cache directory %s is not a directory%s\n",
+			what, S_ISLNK(st->st_mode) ? " (a symlink)" : "");
+		return -ENOTDIR;
+	}
+	if (st->st_uid != geteuid()) {
+		fprintf(stderr, "fusefs: cache directory %s belongs to uid %u, not to %u who runs fusefs: refusing it\n",
+			what, (unsigned)st->st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		fprintf(stderr, "fusefs: cache directory %s is writable by others (mode %04o): refusing it (chmod go-w)\n",
+			what, (unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+int cache_check_dir(const char *dir)
+{
+	static const char *const subs[] = { "index", "data" };
+	char path[PATH_MAX];
+	struct stat st;
+	size_t i;
+	int rc;
+
+	if (stat(dir, &st)) {
+		rc = -errno;
+		fprintf(stderr, "fusefs: cache directory %s: %s\n", dir,
+			strerror(errno));
+		return rc;
+	}
+	rc = check_one(dir, &st);
+	for (i = 0; i < ARRAY_SIZE(subs) && !rc; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, subs[i]);
+		if (lstat(path, &st) == 0)
+			rc = check_one(path, &st);
+		else if (errno != ENOENT)
+			rc = -errno;
+	}
+	return rc;
+}
+
 int cache_load(struct cache *c, const struct fusefs_conf *cf)
 {
 	char path[PATH_MAX];

@@ -529,6 +529,26 @@ static void test_huge_size_refused(void)
 	env_fini(&e);
 }
 
+/* an entry is reused only if version and size both match */
+static void test_size_change_drops_entry(void)
+{
+	struct ns_attr a = { .size = 100, .version = "v1" };
+	struct centry *ce = NULL, *again = NULL;
+	bool changed;
+	struct env e;
+
+	env_init(&e, 16 * CS, 0, READ_DIRECT);
+	CHECK_INT(cache_attach(e.cache, 43, "k", &a, &ce, &changed), ==, 0);
+	CHECK(!changed);
+	a.size = 200;
+	CHECK_INT(cache_attach(e.cache, 43, "k", &a, &again, &changed), ==, 0);
+	CHECK(changed);
+	CHECK(again != ce);
+	cache_detach(e.cache, ce);
+	cache_detach(e.cache, again);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	runner_name = "test_cache";
@@ -545,5 +565,6 @@ int main(void)
 	TEST(test_retries);
 	TEST(test_index_batched);
 	TEST(test_huge_size_refused);
+	TEST(test_size_change_drops_entry);
 	return runner_done();
 }
