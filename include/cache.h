@@ -55,7 +55,7 @@ struct centry;
 /* what does not change during an entry's life */
 struct cache_ident {
 	uint64_t fid;		/* == the file's inode number */
-	uint64_t gen;		/* version_gen(version) */
+	uint64_t gen;		/* version_gen(version, size) */
 	uint64_t size;
 	uint32_t nchunks;
 	const char *key;	/* backend object name */

@@ -63,7 +63,11 @@ int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r);
 size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a);
 int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a);
 
-/* version_gen() - the chunk_rec.gen value for backend version @v */
-uint64_t version_gen(const char *v);
+/*
+ * version_gen() - the chunk_rec.gen value (and data file name) for the
+ * object at backend version @v with @size bytes: a version names bytes
+ * only together with their size.
+ */
+uint64_t version_gen(const char *v, uint64_t size);
 
 #endif

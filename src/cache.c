@@ -83,7 +83,7 @@ struct centry *centry_new(struct cache *c, uint64_t fid, const char *key,
 	ce->fid = fid;
 	ce->key = strdup(key ? key : "");
 	snprintf(ce->version, sizeof(ce->version), "%s", version);
-	ce->gen = version_gen(ce->version);
+	ce->gen = version_gen(ce->version, size);
 	ce->size = size;
 	ce->mtime = mtime;
 	ce->fd = ce->dfd = -1;

@@ -21,7 +21,7 @@ struct centry {
 	uint64_t fid;		/* == the file's inode number */
 	char *key;		/* backend object name ("" until known) */
 	char version[NS_VERSION_MAX];
-	uint64_t gen;		/* version_gen(version) */
+	uint64_t gen;		/* version_gen(version, size) */
 	uint64_t size;
 	int64_t mtime;
 	uint32_t nchunks;

@@ -215,6 +215,14 @@ static struct inflight *start_locked(struct fetcher *f, struct centry *ce,
 	in->ce = ce;
 	in->id = *id;
 	in->key = id_key(id);
+	if (htab_get(&f->tab, in->key)) {
+		/* never two fetches of one chunk: the table holds one each */
+		log_err("chunk %u of file %016llx: already being fetched",
+			id->n, (unsigned long long)id->fid);
+		chunkbuf_put(in->cb);
+		free(in);
+		return NULL;
+	}
 	if (!in->cb || htab_put(&f->tab, in)) {
 		chunkbuf_put(in->cb);
 		free(in);

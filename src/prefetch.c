@@ -96,9 +96,12 @@ static void round_once(struct prefetcher *p)
 		cache_ident(ce, &ci);
 		missing = cache_missing(p->c, ce);
 		if (!missing) {
-			if (leading) {
+			/* ready means on disk, not merely in flight */
+			if (leading && cache_is_complete(p->c, ce)) {
 				lead_files++;
 				lead_bytes += size;
+			} else {
+				leading = false;
 			}
 			cache_busy_put(p->c, ce);
 			continue;

@@ -177,7 +177,7 @@ int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a)
 	return get_version(p, len, 32, a->version);
 }
 
-uint64_t version_gen(const char *v)
+uint64_t version_gen(const char *v, uint64_t size)
 {
-	return hash64(v, strlen(v), 0x5bd1e9955bd1e995ULL);
+	return hash64(v, strlen(v), 0x5bd1e9955bd1e995ULL ^ size);
 }

@@ -83,7 +83,9 @@ static void test_attr_heat(void)
 	CHECK_INT(ho.count, ==, 3);
 	CHECK_INT(ho.last, ==, 1700000000);
 	CHECK_INT(ho.bytes, ==, 99);
-	CHECK(version_gen("1") != version_gen("2"));
+	CHECK(version_gen("1", 10) != version_gen("2", 10));
+	CHECK(version_gen("1", 10) != version_gen("1", 11));
+	CHECK(version_gen("1", 10) == version_gen("1", 10));
 }
 
 static void test_sizes(void)
