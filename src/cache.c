@@ -68,14 +68,13 @@ void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		 c->dir, (unsigned)(fid & 0xff), fid, gen);
 }
 
-struct centry *centry_new(struct cache *c, uint64_t fid, const char *key,
-			  const char *version, uint64_t size, int64_t mtime)
+static struct centry *centry_new(struct cache *c, uint64_t fid,
+				 const char *key, const char *version,
+				 uint64_t size, int64_t mtime)
 {
 	struct centry *ce;
 	uint64_t nchunks;
 
-	if (size > CACHE_MAX_SIZE)
-		return NULL;
 	nchunks = (size + c->chunk_size - 1) / c->chunk_size;
 	ce = calloc(1, sizeof(*ce));
 	if (!ce)
@@ -104,6 +103,26 @@ void centry_free(struct centry *ce)
 	free(ce->state);
 	free(ce->sum);
 	free(ce);
+}
+
+int centry_insert(struct cache *c, uint64_t fid, const char *key,
+		  const char *version, uint64_t size, int64_t mtime,
+		  struct centry **out)
+{
+	struct centry *ce;
+
+	if (size > CACHE_MAX_SIZE)
+		return -EFBIG;
+	ce = centry_new(c, fid, key, version, size, mtime);
+	if (!ce)
+		return -ENOMEM;
+	if (htab_put(&c->tab, ce)) {
+		centry_free(ce);
+		return -ENOMEM;
+	}
+	c->files++;
+	*out = ce;
+	return 0;
 }
 
 /* the policy node that @ce's bytes count for (none once stale) */
@@ -356,6 +375,7 @@ static int get_locked(struct cache *c, uint64_t fid, const char *key,
 {
 	struct centry *ce;
 	struct file_rec fr;
+	int rc;
 
 	*changed = false;
 again:
@@ -389,19 +409,13 @@ again:
 			}
 			goto again;
 		}
-		if (a->size > CACHE_MAX_SIZE) {
+		rc = centry_insert(c, fid, key, a->version, a->size, a->mtime,
+				   &ce);
+		if (rc == -EFBIG)
 			log_err("object '%s' is larger than the cache takes (%" PRIu64
 				" bytes)", key, a->size);
-			return -EFBIG;
-		}
-		ce = centry_new(c, fid, key, a->version, a->size, a->mtime);
-		if (!ce)
-			return -ENOMEM;
-		if (htab_put(&c->tab, ce)) {
-			centry_free(ce);
-			return -ENOMEM;
-		}
-		c->files++;
+		if (rc)
+			return rc;
 		policy_add(&c->pol, ce->pn);
 		fr.size = ce->size;
 		fr.mtime = ce->mtime;

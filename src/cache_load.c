@@ -22,20 +22,16 @@ static int load_file(void *arg, uint64_t fid, const struct file_rec *r)
 {
 	struct cache *c = arg;
 	struct centry *ce;
+	int rc = -EINVAL;
 
-	if (r->chunk_size != c->chunk_size || r->size > CACHE_MAX_SIZE) {
-		meta_q_drop_file(c->meta, fid);
+	if (r->chunk_size == c->chunk_size)
+		rc = centry_insert(c, fid, NULL, r->version, r->size, r->mtime,
+				   &ce);
+	if (rc == -EINVAL || rc == -EFBIG) {
+		meta_q_drop_file(c->meta, fid);	/* a record we cannot use */
 		return 0;
 	}
-	ce = centry_new(c, fid, NULL, r->version, r->size, r->mtime);
-	if (!ce)
-		return -ENOMEM;
-	if (htab_put(&c->tab, ce)) {
-		centry_free(ce);
-		return -ENOMEM;
-	}
-	c->files++;
-	return 0;
+	return rc;
 }
 
 static int load_chunk(void *arg, uint64_t fid, uint32_t n,

@@ -69,11 +69,12 @@ static inline uint64_t blocks(uint64_t len)
 	return (len + BLK - 1) & ~(BLK - 1);
 }
 
-/* centry_new() - an entry (no references, not in the table); NULL: ENOMEM
- * or a size above CACHE_MAX_SIZE */
-struct centry *centry_new(struct cache *c, uint64_t fid, const char *key,
-			  const char *version, uint64_t size, int64_t mtime);
 void centry_free(struct centry *ce);
+/* centry_insert() - a new entry (no references) in the table; 0, or
+ * -ENOMEM, -EFBIG (a size above CACHE_MAX_SIZE) */
+int centry_insert(struct cache *c, uint64_t fid, const char *key,
+		  const char *version, uint64_t size, int64_t mtime,
+		  struct centry **out);
 /* cache_data_path() - the data file of @fid at @gen */
 void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		     char *out, size_t len);
