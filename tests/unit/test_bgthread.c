@@ -79,7 +79,7 @@ static void test_stop_prompt(void)
 
 int main(void)
 {
-	runner_name = "bgthread";
+	runner_name = "test_bgthread";
 	TEST(test_period);
 	TEST(test_wake);
 	TEST(test_stop_prompt);

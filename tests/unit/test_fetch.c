@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The read path (fetch.c) against the in-memory backend: byte-exact
+ * reads, single flight, read-ahead, an object replaced mid-read, retries.
+ */
+#include "cachenv.h"
+
+static void test_sizes_exact(void)
+{
+	static const size_t sizes[] = { 0, 1, CS - 1, CS, CS + 1, 5 * CS + 77 };
+	enum read_mode modes[] = { READ_DIRECT, READ_BUFFERED };
+	size_t i, m;
+
+	for (m = 0; m < 2; m++) {
+		struct env e;
+
+		env_init(&e, 64 * CS, 2, modes[m]);
+		for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+			char key[32], *data = pattern(sizes[i], i), *got;
+			struct centry *ce;
+
+			snprintf(key, sizeof(key), "f%zu", i);
+			mem_put(e.be, key, data, sizes[i]);
+			ce = attach(&e, key, NULL);
+			got = calloc(1, sizes[i] + 1);
+			CHECK_INT(read_all(&e, ce, got, sizes[i]), ==, 0);
+			CHECK(!memcmp(got, data, sizes[i]));
+			/* twice: the second time from the cache */
+			memset(got, 0, sizes[i]);
+			CHECK_INT(read_all(&e, ce, got, sizes[i]), ==, 0);
+			CHECK(!memcmp(got, data, sizes[i]));
+			/* at EOF and beyond */
+			CHECK_INT(do_read(&e, ce, sizes[i], 4096, got), ==, 0);
+			cache_detach(e.cache, ce);
+			free(got);
+			free(data);
+		}
+		env_fini(&e);
+	}
+}
+
+static void test_single_flight(void)
+{
+	struct env e;
+	struct result r[8];
+	char *data = pattern(3 * CS, 1);
+	struct centry *ce;
+	int i;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	mem_put(e.be, "big", data, 3 * CS);
+	ce = attach(&e, "big", NULL);
+	mem_hold(e.be);
+	for (i = 0; i < 8; i++) {
+		result_init(&r[i], 64 << 10);
+		/* eight readers of chunk 1 at different offsets */
+		CHECK_INT(fetch_read(e.fetch, ce, CS + i * 4096, 4096,
+				     result_done, &r[i]), ==, 0);
+	}
+	mem_release(e.be);
+	for (i = 0; i < 8; i++) {
+		result_wait(&r[i]);
+		CHECK_INT(r[i].err, ==, 0);
+		CHECK(!memcmp(r[i].buf, data + CS + i * 4096, 4096));
+		free(r[i].buf);
+	}
+	CHECK_INT(mem_reads(e.be), ==, 1);
+	CHECK_INT(e.st.misses, ==, 8);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+}
+
+static void test_readahead(void)
+{
+	struct env e;
+	char *data = pattern(6 * CS, 2), *got = malloc(6 * CS);
+	struct centry *ce;
+
+	env_init(&e, 64 * CS, 3, READ_DIRECT);
+	mem_put(e.be, "seq", data, 6 * CS);
+	ce = attach(&e, "seq", NULL);
+	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, 4096);
+	/* chunks 1..3 were fetched ahead without being asked for */
+	CHECK_INT(e.st.readahead_chunks, ==, 3);
+	CHECK_INT(read_all(&e, ce, got, 6 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 6 * CS));
+	CHECK_INT(mem_reads(e.be), ==, 6);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+	free(got);
+}
+
+static void test_replaced_mid_read(void)
+{
+	struct env e;
+	char *v1 = pattern(2 * CS, 9), *got = malloc(2 * CS);
+	struct centry *ce;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	mem_put(e.be, "r", v1, 2 * CS);
+	ce = attach(&e, "r", NULL);
+	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, 4096);
+	mem_put(e.be, "r", v1, 2 * CS);		/* new version, same bytes */
+	CHECK_INT(do_read(&e, ce, CS, 4096, got), ==, -EIO);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(v1);
+	free(got);
+}
+
+static void test_retries(void)
+{
+	struct env e;
+	char *data = pattern(CS, 10), *got = malloc(CS);
+	struct centry *ce;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);	/* retries = 2 */
+	mem_put(e.be, "flaky", data, CS);
+	ce = attach(&e, "flaky", NULL);
+	mem_fail(e.be, 2, -ETIMEDOUT);
+	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, 4096);
+	CHECK(!memcmp(got, data, 4096));
+	CHECK_INT(e.st.backend_retries, ==, 2);
+	cache_detach(e.cache, ce);
+	mem_put(e.be, "dead", data, CS);
+	ce = attach(&e, "dead", NULL);
+	mem_fail(e.be, 3, -EIO);
+	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, -EIO);
+	/* and the next read works again */
+	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, 4096);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+	free(got);
+}
+
+int main(void)
+{
+	runner_name = "test_fetch";
+	log_level = LOG_ERR;
+	TEST(test_sizes_exact);
+	TEST(test_single_flight);
+	TEST(test_readahead);
+	TEST(test_replaced_mid_read);
+	TEST(test_retries);
+	return runner_done();
+}
