@@ -29,8 +29,8 @@ int s3list_parse(const char *xml, size_t len, struct s3_page *page,
 			   const struct ns_attr *a),
 		 void *arg);
 
-/* s3_parse_time() - ISO 8601 "2024-01-02T03:04:05.000Z" -> unix time;
- * -1 if malformed */
-long long s3_parse_time(const char *s);
+/* s3_parse_time() - ISO 8601 "2024-01-02T03:04:05.000Z" -> *@out, unix
+ * time; 0, or -EINVAL if malformed */
+int s3_parse_time(const char *s, int64_t *out);
 
 #endif

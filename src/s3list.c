@@ -11,7 +11,7 @@
 
 #include "s3list.h"
 
-long long s3_parse_time(const char *s)
+int s3_parse_time(const char *s, int64_t *out)
 {
 	struct tm tm = { 0 };
 	int n = 0;
@@ -19,10 +19,11 @@ long long s3_parse_time(const char *s)
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
 		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
 	    tm.tm_mon < 1 || tm.tm_mon > 12)
-		return -1;
+		return -EINVAL;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
-	return (long long)timegm(&tm);
+	*out = (int64_t)timegm(&tm);
+	return 0;
 }
 
 static bool is(const xmlNode *n, const char *name)
@@ -91,9 +92,9 @@ static int one_entry(const xmlNode *c, int (*fn)(void *, const char *, size_t,
 		if (is(f, "Size")) {
 			have_size = parse_size(t, &a.size) == 0;
 		} else if (is(f, "LastModified")) {
-			long long when = s3_parse_time(t);
+			int64_t when;
 
-			a.mtime = when < 0 ? 0 : when;
+			a.mtime = s3_parse_time(t, &when) || when < 0 ? 0 : when;
 		} else if (is(f, "ETag")) {
 			if (!printable(t))
 				have_etag_ctl = true;

@@ -100,9 +100,13 @@ static void test_list_malformed(void)
 
 static void test_time(void)
 {
-	CHECK_INT(s3_parse_time("1970-01-01T00:00:00.000Z"), ==, 0);
-	CHECK_INT(s3_parse_time("2024-01-02T03:04:05Z"), ==, 1704164645);
-	CHECK_INT(s3_parse_time("yesterday"), ==, -1);
+	int64_t t = -1;
+
+	CHECK_INT(s3_parse_time("1970-01-01T00:00:00.000Z", &t), ==, 0);
+	CHECK_INT(t, ==, 0);
+	CHECK_INT(s3_parse_time("2024-01-02T03:04:05Z", &t), ==, 0);
+	CHECK_INT(t, ==, 1704164645);
+	CHECK_INT(s3_parse_time("yesterday", &t), ==, -EINVAL);
 }
 
 /* one <Contents> with @size and @etag: does the page parse? */
