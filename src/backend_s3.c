@@ -203,6 +203,7 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	CURLcode cc;
 	int rc;
 
+	*code = 0;		/* no answer yet: also on early errors */
 	rc = sync_begin(s, "", query, url, &hdrs);
 	if (rc)
 		return rc;
@@ -210,7 +211,6 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	curl_easy_setopt(s->sync, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(s->sync, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s * 4);
 	cc = curl_easy_perform(s->sync);
-	*code = 0;
 	curl_easy_getinfo(s->sync, CURLINFO_RESPONSE_CODE, code);
 	pthread_mutex_unlock(&s->sync_lock);
 	curl_slist_free_all(hdrs);
@@ -231,6 +231,7 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 	size_t n = 0;
 	int rc;
 
+	*code = 0;		/* no answer yet: also on early errors */
 	snprintf(mk, sizeof(mk), "%d", max_keys);
 	snprintf(prefix, sizeof(prefix), "%s%s", s->base.prefix,
 		 s->base.prefix[0] ? "/" : "");
@@ -254,7 +255,7 @@ static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 	struct s3_page page = { .truncated = true };
 	char token[sizeof(page.next_token)] = "";
 	unsigned pages = 0;
-	long code;
+	long code = 0;
 	int rc = 0;
 
 	while (page.truncated) {
