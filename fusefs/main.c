@@ -406,7 +406,7 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	if (fetch_create(&fetch, cache, be, &cf, &st))
 		goto out;
-	fetch_on_stale(fetch, (void (*)(void *, uint64_t))nsmgr_force_check, nm);
+	fetch_on_stale(fetch, nsmgr_stale_cb, nm);
 	lists = lists_create();
 	if (!lists || prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;

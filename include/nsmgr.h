@@ -46,5 +46,8 @@ int nsmgr_revalidate(struct nsmgr *nm, const struct ns_node *n,
 		     struct ns_attr *out);
 /* nsmgr_force_check() - the next open of @ino asks the backend */
 void nsmgr_force_check(struct nsmgr *nm, uint64_t ino);
+/* nsmgr_stale_cb() - nsmgr_force_check() in the shape of fetch_on_stale()'s
+ * callback: @arg is the struct nsmgr */
+void nsmgr_stale_cb(void *arg, uint64_t ino);
 
 #endif

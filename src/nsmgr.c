@@ -301,3 +301,8 @@ void nsmgr_force_check(struct nsmgr *nm, uint64_t ino)
 	}
 	pthread_rwlock_unlock(&nm->lock);
 }
+
+void nsmgr_stale_cb(void *arg, uint64_t ino)
+{
+	nsmgr_force_check(arg, ino);
+}
