@@ -19,7 +19,7 @@ endif
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy cache fetch \
           s3sign s3list lists
-SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs \
+SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs fs_ctl fs_xattr bdi \
           cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
