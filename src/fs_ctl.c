@@ -5,10 +5,16 @@
  * handing what was written to ctl_commit() when the writer closes it.
  *
  * An open control file has a struct ctlbuf as its fh: the text to read
- * (made at open), or the bytes written so far.
+ * (made at open), or the bytes written so far.  Requests on one file
+ * handle may run on different workers at once (a process writing from one
+ * thread and closing a dup from another), so each buffer has a lock taken
+ * by write, flush and read; every reply is sent after it is dropped, from
+ * memory that is not the buffer's (release may free the buffer as soon as
+ * the kernel has the last reply).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,9 +23,14 @@
 #include "fs_internal.h"
 #include "log.h"
 
-#define CTL_BUF_MAX	(1ULL << 30)	/* largest list accepted */
+/*
+ * Largest text accepted by a control file: 64 MiB, a list of about a
+ * million paths of 60 bytes.  A write past it fails with EFBIG.
+ */
+#define CTL_BUF_MAX	(64ULL << 20)
 
 struct ctlbuf {			/* fh of an open control file */
+	pthread_mutex_t lock;	/* guards all below */
 	bool writing, committed;
 	char *buf;
 	size_t len, cap;
@@ -85,12 +96,14 @@ static int ctlbuf_create(struct fs *fs, fuse_ino_t ino, bool writing,
 			return -ENOMEM;
 		}
 	}
+	pthread_mutex_init(&cb->lock, NULL);
 	*out = cb;
 	return 0;
 }
 
 static void ctlbuf_destroy(struct ctlbuf *cb)
 {
+	pthread_mutex_destroy(&cb->lock);
 	free(cb->buf);
 	free(cb);
 }
@@ -141,12 +154,14 @@ void fs_ctl_read(fuse_req_t req, size_t size, off_t off,
 	char *copy = NULL;
 	size_t n = 0;
 
+	pthread_mutex_lock(&cb->lock);
 	if (!cb->writing && (size_t)off < cb->len) {
 		n = MIN(size, cb->len - off);
 		copy = malloc(n);
 		if (copy)
 			memcpy(copy, cb->buf + off, n);
 	}
+	pthread_mutex_unlock(&cb->lock);
 	if (n && !copy)
 		fs_reply_err(req, -ENOMEM);
 	else
@@ -169,7 +184,7 @@ static int ctlbuf_append(struct ctlbuf *cb, const char *buf, size_t size,
 	if (cb->len + size > CTL_BUF_MAX)
 		return -EFBIG;
 	if (cb->len + size > cb->cap) {
-		size_t cap = MAX(cb->cap * 2, cb->len + size);
+		size_t cap = MIN(MAX(cb->cap * 2, cb->len + size), CTL_BUF_MAX);
 		char *p = realloc(cb->buf, cap);
 
 		if (!p)
@@ -193,8 +208,10 @@ void fs_ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		return;
 	}
 	cb = ctlbuf_of(fi);
+	pthread_mutex_lock(&cb->lock);
 	if (cb->writing)
 		rc = ctlbuf_append(cb, buf, size, off);
+	pthread_mutex_unlock(&cb->lock);
 	if (rc)
 		fs_reply_err(req, rc);
 	else
@@ -214,10 +231,12 @@ void fs_ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	cb = ctlbuf_of(fi);
+	pthread_mutex_lock(&cb->lock);
 	if (cb->writing && !cb->committed && cb->len) {
 		cb->committed = true;
 		rc = ctl_commit(fs->d->ctl, ino, cb->buf, cb->len, &report);
 	}
+	pthread_mutex_unlock(&cb->lock);
 	if (report)
 		log_dbg("%s", report);
 	free(report);
