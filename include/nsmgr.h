@@ -21,17 +21,30 @@
 
 struct nsmgr;
 
+/* what the namespace tells its user; called on a background thread */
+struct nsmgr_hooks {
+	/* on_swap() - a re-listing replaced the tree */
+	void (*on_swap)(void *arg);
+	void *arg;
+};
+
 /* nsmgr_open() - load the namespace; -errno with a message printed */
 int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	       const struct fusefs_conf *cf, struct stats *st);
+/* nsmgr_close() - nsmgr_stop() if needed, free everything.  NULL is fine. */
 void nsmgr_close(struct nsmgr *nm);
 
 /*
- * nsmgr_start_refresh() - start re-listing in the background; after a
- * swap @on_swap(arg, ns) is called (no lock held) with the new tree.
+ * nsmgr_start() - if list_refresh > 0, start re-listing in the background
+ * (a bgthread); it reports through @h (copied).  Return: 0 or -errno.
  */
-int nsmgr_start_refresh(struct nsmgr *nm,
-			void (*on_swap)(void *arg, struct ns *ns), void *arg);
+int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h);
+/*
+ * nsmgr_stop() - join the background thread (a listing in progress
+ * finishes first).  No hook is called afterwards.  Safe without
+ * nsmgr_start(), and twice.
+ */
+void nsmgr_stop(struct nsmgr *nm);
 
 struct ns *nsmgr_rdlock(struct nsmgr *nm);
 void nsmgr_unlock(struct nsmgr *nm);

@@ -473,13 +473,12 @@ static int inval_dir(void *arg, const struct ns_node *n)
 }
 
 /* after a re-listing, make the kernel forget cached directory contents */
-static void on_swap(void *arg, struct ns *ns)
+static void on_swap(void *arg)
 {
 	struct fs *fs = arg;
 
 	ns_foreach(nsmgr_rdlock(fs->d->nm), true, inval_dir, fs);
 	nsmgr_unlock(fs->d->nm);
-	(void)ns;
 }
 
 int fs_run(const struct fs_deps *d, int ready_fd)
@@ -526,7 +525,13 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	}
 	if (bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
 		log_warn("cannot raise the read-ahead window of %s", real);
-	nsmgr_start_refresh(d->nm, on_swap, &fs);
+	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
+						       .arg = &fs });
+	if (rc) {
+		fprintf(stderr, "fusefs: cannot start the namespace threads: %s\n",
+			strerror(-rc));
+		goto out_unmount;
+	}
 	log_info("mounted %s on %s", cf->source, real);
 	if (ready_fd >= 0) {
 		char ok = 0;
@@ -543,10 +548,13 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	fuse_loop_cfg_set_max_threads(lc, cf->max_threads);
 	rc = fuse_session_loop_mt(fs.se, lc);
 	fuse_loop_cfg_destroy(lc);
+	rc = rc < 0 ? rc : 0;
+	/* the hooks use the session and this frame: no more of them */
+	nsmgr_stop(d->nm);
 	log_info("unmounting %s", real);
+out_unmount:
 	fuse_session_unmount(fs.se);
 	free(real);
-	rc = rc < 0 ? rc : 0;
 out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:

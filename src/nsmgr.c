@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bgthread.h"
 #include "hash.h"
 #include "log.h"
 #include "nsmgr.h"
@@ -20,13 +21,10 @@ struct nsmgr {
 	struct stats *st;
 	const struct fusefs_conf *cf;
 	uint64_t seed;
+	struct nsmgr_hooks hooks;	/* set by nsmgr_start() */
 
-	pthread_t thread;
-	bool running, stop;
-	pthread_mutex_t stop_lock;
-	pthread_cond_t stop_cond;
-	void (*on_swap)(void *arg, struct ns *ns);
-	void *swap_arg;
+	struct bgthread *refresh;
+	int64_t refresh_due_ms;		/* CLOCK_MONOTONIC; refresh thread's */
 };
 
 struct build {
@@ -164,8 +162,6 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	nm->st = st;
 	nm->seed = hash64(cf->source, strlen(cf->source), 1);
 	pthread_rwlock_init(&nm->lock, NULL);
-	pthread_mutex_init(&nm->stop_lock, NULL);
-	pthread_cond_init(&nm->stop_cond, NULL);
 	rc = load_stored(nm, &nm->ns, &listed);
 	if (rc == 0 && cf->list_refresh_s &&
 	    time(NULL) - listed >= (int64_t)cf->list_refresh_s) {
@@ -180,70 +176,73 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot list %s: %s\n", cf->source,
 			strerror(-rc));
-		free(nm);
+		nsmgr_close(nm);
 		return rc;
 	}
 	*out = nm;
 	return 0;
 }
 
-static void *refresh_main(void *arg)
+static int64_t mono_ms(void)
 {
-	struct nsmgr *nm = arg;
+	struct timespec t;
 
-	pthread_mutex_lock(&nm->stop_lock);
-	while (!nm->stop) {
-		struct timespec ts;
-		struct ns *fresh, *old;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += nm->cf->list_refresh_s;
-		pthread_cond_timedwait(&nm->stop_cond, &nm->stop_lock, &ts);
-		if (nm->stop)
-			break;
-		pthread_mutex_unlock(&nm->stop_lock);
-		if (list_backend(nm, &fresh) == 0) {
-			pthread_rwlock_wrlock(&nm->lock);
-			old = nm->ns;
-			nm->ns = fresh;
-			pthread_rwlock_unlock(&nm->lock);
-			ns_destroy(old);
-			if (nm->on_swap)
-				nm->on_swap(nm->swap_arg, fresh);
-		} else {
-			log_warn("re-listing %s failed: keeping the old namespace",
-				 nm->cf->source);
-		}
-		pthread_mutex_lock(&nm->stop_lock);
-	}
-	pthread_mutex_unlock(&nm->stop_lock);
-	return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
 }
 
-int nsmgr_start_refresh(struct nsmgr *nm,
-			void (*on_swap)(void *arg, struct ns *ns), void *arg)
+/* a fresh listing replaces the tree */
+static void relist(struct nsmgr *nm)
 {
-	int rc;
+	struct ns *fresh, *old;
 
-	nm->on_swap = on_swap;
-	nm->swap_arg = arg;
+	if (list_backend(nm, &fresh)) {
+		log_warn("re-listing %s failed: keeping the old namespace",
+			 nm->cf->source);
+		return;
+	}
+	pthread_rwlock_wrlock(&nm->lock);
+	old = nm->ns;
+	nm->ns = fresh;
+	pthread_rwlock_unlock(&nm->lock);
+	ns_destroy(old);
+	nm->hooks.on_swap(nm->hooks.arg);
+}
+
+/* the re-listing thread: every list_refresh seconds after the last one */
+static int64_t refresh_tick(void *arg)
+{
+	struct nsmgr *nm = arg;
+	int64_t now = mono_ms();
+
+	if (now < nm->refresh_due_ms)	/* the tick at start */
+		return nm->refresh_due_ms - now;
+	relist(nm);
+	nm->refresh_due_ms = mono_ms() + nm->cf->list_refresh_s * 1000LL;
+	return BG_PERIOD;
+}
+
+int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h)
+{
+	nm->hooks = *h;
 	if (!nm->cf->list_refresh_s)
 		return 0;
-	rc = -pthread_create(&nm->thread, NULL, refresh_main, nm);
-	nm->running = rc == 0;
-	return rc;
+	nm->refresh_due_ms = mono_ms() + nm->cf->list_refresh_s * 1000LL;
+	return bgthread_start(&nm->refresh, "ns-refresh",
+			      nm->cf->list_refresh_s * 1000LL, refresh_tick, nm);
+}
+
+void nsmgr_stop(struct nsmgr *nm)
+{
+	bgthread_stop(nm->refresh);
+	nm->refresh = NULL;
 }
 
 void nsmgr_close(struct nsmgr *nm)
 {
 	if (!nm)
 		return;
-	pthread_mutex_lock(&nm->stop_lock);
-	nm->stop = true;
-	pthread_cond_signal(&nm->stop_cond);
-	pthread_mutex_unlock(&nm->stop_lock);
-	if (nm->running)
-		pthread_join(nm->thread, NULL);
+	nsmgr_stop(nm);
 	ns_destroy(nm->ns);
 	pthread_rwlock_destroy(&nm->lock);
 	free(nm);
