@@ -293,15 +293,76 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 	do_readdir(req, ino, size, off, true);
 }
 
+/*
+ * The rest of an open, once nsmgr says the attributes it has may be used:
+ * the cache entry of that version, the reply.  On a worker, or on a
+ * re-check thread for a parked open.
+ */
+static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	struct centry *ce;
+	struct ns_attr a;
+	bool changed;
+	char *key;
+	int rc;
+
+	rc = nsmgr_file(fs->d->nm, ino, &a, &key);
+	if (rc) {
+		fs_reply_err(req, rc);
+		return;
+	}
+	ce = cache_attach(fs->d->cache, ino, key, &a, &changed);
+	free(key);
+	if (!ce) {
+		fs_reply_err(req, -ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)ce;
+	/*
+	 * A new version: not keeping the cache drops the kernel's pages of
+	 * the old one.  Its attributes were invalidated by whoever found the
+	 * change (a re-check or a re-listing, on a background thread).
+	 */
+	fi->keep_cache = !changed;
+	if (fuse_reply_open(req, fi)) {
+		/* interrupted: no release will come for this open */
+		cache_detach(fs->d->cache, ce);
+		return;
+	}
+	ctl_note_open(fs->d->ctl, ino, cache_is_complete(fs->d->cache, ce));
+}
+
+/* an open parked until a re-check of its file answers */
+struct open_wait {
+	struct nsmgr_wait w;
+	fuse_req_t req;
+	fuse_ino_t ino;
+	struct fuse_file_info fi;
+};
+
+static void open_resume(struct nsmgr_wait *w, int err)
+{
+	struct open_wait *ow = container_of(w, struct open_wait, w);
+
+	if (err)
+		fs_reply_err(ow->req, err);
+	else
+		open_finish(fs_of(ow->req), ow->req, ow->ino, &ow->fi);
+	free(ow);
+}
+
+/*
+ * Never waits on the backend: nsmgr answers from memory and re-checks in
+ * the background; an open that must see the re-check's answer is parked
+ * and answered by open_resume().
+ */
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	const struct ns_node *n;
-	struct centry *ce = NULL;
-	struct ns_attr a;
-	bool changed = false;
-	char *key = NULL;
-	int rc = 0;
+	struct open_wait *ow;
+	bool parked;
+	int rc;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_open(req, ino, fi);
@@ -311,40 +372,26 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_reply_err(req, -EROFS);
 		return;
 	}
-	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
-	if (!n)
-		rc = -ENOENT;
-	else if (n->is_dir)
-		rc = -EISDIR;
-	else
-		rc = nsmgr_revalidate(fs->d->nm, n, &a);
-	if (!rc) {
-		key = strdup(n->key);
-		if (!key)
-			rc = -ENOMEM;
+	rc = nsmgr_open_check(fs->d->nm, ino, NULL, &parked);
+	if (rc == -EWOULDBLOCK) {
+		ow = calloc(1, sizeof(*ow));
+		if (!ow) {
+			fs_reply_err(req, -ENOMEM);
+			return;
+		}
+		ow->w.done = open_resume;
+		ow->req = req;
+		ow->ino = ino;
+		ow->fi = *fi;
+		rc = nsmgr_open_check(fs->d->nm, ino, &ow->w, &parked);
+		if (parked)
+			return;		/* @ow is nsmgr's, maybe freed already */
+		free(ow);
 	}
-	nsmgr_unlock(fs->d->nm);
-	if (!rc) {
-		ce = cache_attach(fs->d->cache, ino, key, &a, &changed);
-		if (!ce)
-			rc = -ENOMEM;
-	}
-	free(key);
-	if (rc) {
+	if (rc)
 		fs_reply_err(req, rc);
-		return;
-	}
-	fi->fh = (uintptr_t)ce;
-	/*
-	 * A new version: not keeping the cache drops the kernel's pages of
-	 * the old one; attributes only (offset -1) are invalidated here, as
-	 * invalidating pages could wait on readers waiting on us.
-	 */
-	fi->keep_cache = !changed;
-	if (changed)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
-	fuse_reply_open(req, fi);
-	ctl_note_open(fs->d->ctl, ino, cache_is_complete(fs->d->cache, ce));
+	else
+		open_finish(fs, req, ino, fi);
 }
 
 /* fetch_done_fn: the answer to a read, on a worker or a completion thread */
@@ -481,6 +528,19 @@ static void on_swap(void *arg)
 	nsmgr_unlock(fs->d->nm);
 }
 
+/*
+ * A file changed or vanished in the backend: the kernel drops its
+ * attributes and pages.  Called on nsmgr's background threads only, never
+ * inside a request handler (an invalidation there could wait on the very
+ * request being handled).
+ */
+static void on_change(void *arg, uint64_t ino)
+{
+	struct fs *fs = arg;
+
+	fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+}
+
 int fs_run(const struct fs_deps *d, int ready_fd)
 {
 	const struct fusefs_conf *cf = d->cf;
@@ -526,7 +586,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	if (bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
 		log_warn("cannot raise the read-ahead window of %s", real);
 	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
-						       .arg = &fs });
+		.on_change = on_change, .arg = &fs });
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot start the namespace threads: %s\n",
 			strerror(-rc));
