@@ -64,6 +64,13 @@ bench-epoch: all
 	/usr/bin/python3 bench/plot.py /tmp/fusefs-bench-epoch.json /tmp/fusefs-bench-epoch.png
 .PHONY: bench-s3 bench-epoch
 
+# open latency and backend re-checks per open, --revalidate 1 vs 3600 vs 0 on an epoch of
+# 2000 small S3 objects (docs/benchmarks-open.md), ~6 min; needs root.  Compare with another
+# build: make bench-open BENCH_OPEN_ARGS="--baseline /path/to/fusefs"
+bench-open: all
+	/usr/bin/python3 bench/open.py --bin $(BIN) $(BENCH_OPEN_ARGS)
+.PHONY: bench-open
+
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs
 	install -d $(DESTDIR)/sbin
