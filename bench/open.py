@@ -23,9 +23,12 @@ in a shuffled order (the same orders for every configuration), each file with 1 
 calls, bytes checked by CRC32.
 
 Reported per configuration (median over all epochs, min..max): epoch time, files/s, open()
-latency p50/p99 (the syscall, lookup included), backend stat/HEAD requests per open (the
-daemon's `revalidations` counter over the epoch / files opened), fusefs CPU per epoch.
-Results: JSON (--out) and a Markdown table on stdout.
+latency p50/p99 (the syscall, lookup included), fusefs CPU per epoch, how busy the machine
+was (all CPUs, radosgw included), and backend stat/HEAD requests per open: the daemon's
+`revalidations` counter over a whole mount (warm-up and measured epochs; counted once the
+background re-checks have drained, since those of an epoch's last opens finish after it)
+divided by the files opened, median over the mounts. Results: JSON (--out) and a Markdown
+table on stdout.
 """
 
 import argparse
@@ -68,7 +71,8 @@ class Bench:
             self.bins.insert(0, ("baseline", base))
         self.revals = [int(x) for x in a.revalidate.split(",")]
         self.configs = [(b, r) for b in self.bins for r in self.revals]
-        self.samples = {}
+        self.samples = {}       # per epoch
+        self.mounts = {}        # per mount: backend checks per open
 
     def name(self, cfg):
         (bname, _), r = cfg
@@ -173,7 +177,6 @@ class Bench:
         opens = []
         r = bl.read_order(self.mnt, order, self.a.readers, self.expect, open_secs=opens)
         self.check(r, self.name(cfg))
-        time.sleep(0.2)          # let background re-checks of the last opens finish
         s1 = bl.fusefs_stats(self.mnt)
         b1 = bl.sys_busy()
         reval = s1.get("revalidations", 0) - s0.get("revalidations", 0)
@@ -182,18 +185,29 @@ class Bench:
                "open_p50_ms": round(1000 * pct(opens, 0.5), 3),
                "open_p99_ms": round(1000 * pct(opens, 0.99), 3),
                "open_max_ms": round(1000 * max(opens), 3),
-               "backend_checks": reval,
-               "checks_per_open": round(reval / len(order), 3),
+               "backend_checks_in_epoch": reval,
                "fusefs_cpu_s": round(bl.proc_cpu(d.pid) - cpu0, 2),
                "rgw_cpu_s": round(bl.proc_cpu(self.rgw_pid) - rgw0, 2) if self.rgw_pid else None,
                "machine_busy": round((b1[0] - busy0[0]) / max(1, b1[1] - busy0[1]), 3),
                "other_work": self.contention.busy(t0, time.time())}
         self.samples.setdefault(self.name(cfg), []).append(smp)
         log("  %-28s %6.2f s  %7.1f files/s  open p50 %6.2f ms p99 %7.2f ms  "
-            "checks/open %.2f  fusefs cpu %.2f s%s" % (
+            "fusefs cpu %.2f s  machine %3.0f%%%s" % (
                 self.name(cfg), smp["secs"], smp["files_per_s"], smp["open_p50_ms"],
-                smp["open_p99_ms"], smp["checks_per_open"], smp["fusefs_cpu_s"],
+                smp["open_p99_ms"], smp["fusefs_cpu_s"], 100 * smp["machine_busy"],
                 "  (OTHER WORK RUNNING)" if smp["other_work"] else ""))
+
+    def drained_checks(self):
+        """The revalidations counter once it stopped moving for 1 s (at most 20 s)."""
+        last = bl.fusefs_stats(self.mnt).get("revalidations", 0)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            time.sleep(1)
+            now = bl.fusefs_stats(self.mnt).get("revalidations", 0)
+            if now == last:
+                break
+            last = now
+        return last
 
     def run(self):
         a = self.a
@@ -206,6 +220,7 @@ class Bench:
                 for cfg in self.configs[k:] + self.configs[:k]:
                     d = self.mount(cfg, self.name(cfg))
                     try:
+                        c0 = bl.fusefs_stats(self.mnt).get("revalidations", 0)
                         r = bl.read_order(self.mnt, self.names, a.readers, self.expect)
                         self.check(r, "warm-up " + self.name(cfg))
                         for e in range(a.epochs):
@@ -213,6 +228,13 @@ class Bench:
                             order = list(self.names)
                             random.Random(1000 * rep + e).shuffle(order)
                             self.epoch(cfg, d, order)
+                        opens = len(self.names) * (1 + a.epochs)
+                        checks = self.drained_checks() - c0
+                        self.mounts.setdefault(self.name(cfg), []).append(
+                            {"opens": opens, "backend_checks": checks,
+                             "checks_per_open": round(checks / opens, 3)})
+                        log("  %-28s %d backend checks for %d opens" % (
+                            self.name(cfg), checks, opens))
                     finally:
                         d.stop()
         finally:
@@ -230,19 +252,21 @@ class Bench:
             return (fmt + " (" + fmt + ".." + fmt + ")") % (med(v), min(v), max(v))
 
         rows = ["| configuration | epoch s | files/s | open p50 ms | open p99 ms | "
-                "backend checks per open | fusefs CPU s/epoch |",
-                "|---|---|---|---|---|---|---|"]
+                "backend checks per open | fusefs CPU s/epoch | machine busy |",
+                "|---|---|---|---|---|---|---|---|"]
         for cfg in self.configs:
             s = self.samples.get(self.name(cfg), [])
-            if not s:
+            m = self.mounts.get(self.name(cfg), [])
+            if not s or not m:
                 continue
-            rows.append("| %s | %s | %s | %s | %s | %s | %.2f |" % (
+            rows.append("| %s | %s | %s | %s | %s | %s | %.2f | %.0f%% |" % (
                 self.name(cfg), rng([x["secs"] for x in s], "%.2f"),
                 "%.0f" % med([x["files_per_s"] for x in s]),
                 rng([x["open_p50_ms"] for x in s], "%.2f"),
                 rng([x["open_p99_ms"] for x in s], "%.1f"),
-                rng([x["checks_per_open"] for x in s], "%.2f"),
-                med([x["fusefs_cpu_s"] for x in s])))
+                rng([x["checks_per_open"] for x in m], "%.2f"),
+                med([x["fusefs_cpu_s"] for x in s]),
+                100 * med([x["machine_busy"] for x in s])))
         return "\n".join(rows)
 
 
@@ -277,6 +301,7 @@ def main():
     table = b.table()
     with open(a.out, "w") as f:
         json.dump({"machine": machine, "args": vars(a), "samples": b.samples,
+                   "mounts": b.mounts,
                    "other_work_seen": others, "table": table}, f, indent=1)
     print(table)
     if others:
