@@ -20,7 +20,8 @@ endif
 CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
           s3sign s3list lists backend_file
-SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl fs \
+SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
+          fs fs_ctl fs_xattr bdi \
           cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
@@ -69,6 +70,13 @@ bench-epoch: all
 	/usr/bin/python3 bench/epoch.py --bin $(BIN) --out /tmp/fusefs-bench-epoch.json
 	/usr/bin/python3 bench/plot.py /tmp/fusefs-bench-epoch.json /tmp/fusefs-bench-epoch.png
 .PHONY: bench-s3 bench-epoch
+
+# open latency and backend re-checks per open, --revalidate 1 vs 3600 vs 0 on an epoch of
+# 2000 small S3 objects (docs/benchmarks-open.md), ~6 min; needs root.  Compare with another
+# build: make bench-open BENCH_OPEN_ARGS="--baseline /path/to/fusefs"
+bench-open: all
+	/usr/bin/python3 bench/open.py --bin $(BIN) $(BENCH_OPEN_ARGS)
+.PHONY: bench-open
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs

@@ -111,25 +111,23 @@ static char *config_arg(int argc, char **argv)
 	return found;
 }
 
-/* mkdir -p: the cache directory and its missing parents (~/.cache) */
+/* mkdir -p: the cache directory and its missing parents (~/.cache); -errno */
 static int mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
 	char *p;
 
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
 	for (p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
 		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -1;
+			return -errno;
 		*p = '/';
 	}
-	return mkdir(buf, mode) && errno != EEXIST ? -1 : 0;
+	return mkdir(buf, mode) && errno != EEXIST ? -errno : 0;
 }
 
 static int parse_mount_args(struct fusefs_conf *cf, int argc, char **argv)
@@ -370,9 +368,10 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
-	if (mkdir_p(cf.cache_dir, 0700)) {
+	rc = mkdir_p(cf.cache_dir, 0700);
+	if (rc) {
 		fprintf(stderr, "fusefs: cannot create cache directory %s: %s\n",
-			cf.cache_dir, strerror(errno));
+			cf.cache_dir, strerror(-rc));
 		conf_release(&cf);
 		return 1;
 	}
@@ -382,7 +381,8 @@ static int cmd_mount(int argc, char **argv)
 	}
 	log_level = cf.log_level;
 	log_open("fusefs", cf.log_syslog);
-	if (cf.log_file && (rc = log_open_file(cf.log_file))) {
+	rc = cf.log_file ? log_open_file(cf.log_file) : 0;
+	if (rc) {
 		fprintf(stderr, "fusefs: cannot open log file %s: %s\n",
 			cf.log_file, strerror(-rc));
 		conf_release(&cf);
@@ -410,7 +410,7 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	if (fetch_create(&fetch, cache, be, &cf, &st))
 		goto out;
-	fetch_on_stale(fetch, (void (*)(void *, uint64_t))nsmgr_force_check, nm);
+	fetch_on_stale(fetch, nsmgr_stale_cb, nm);
 	lists = lists_create();
 	if (!lists || prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;

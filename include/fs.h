@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fs.h - the FUSE front: the only file that includes fuse3 headers.
- * Handlers are thin: the tree comes from nsmgr, bytes from fetch.
+ * fs.h - the FUSE front: fs.c (the dataset's operations, the session),
+ * fs_ctl.c (control files) and fs_xattr.c (extended attributes), the only
+ * files that include fuse3 headers (through fs_internal.h).  Handlers are
+ * thin: the tree comes from nsmgr, bytes from fetch, control files from ctl.
  *
  * Control interface (works from any process that sees the mount, e.g. a
  * container sharing only the mount): extended attributes.

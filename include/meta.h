@@ -7,8 +7,10 @@
  * namespace cache: the last backend listing).
  *
  * Cache index updates are queued (meta_q_*, cheap, never block on I/O)
- * and applied in order by one writer thread in one transaction per batch,
- * every META_BATCH_MS or sooner when the queue is long.  A process crash
+ * and applied in order by one writer thread (bgthread.h) in one
+ * transaction per batch, every META_BATCH_MS, sooner when QUEUE_KICK
+ * updates wait or meta_flush() asks; meta_close() applies whatever is
+ * left.  A process crash
  * loses at most the last batch, never consistency: LMDB commits are
  * atomic, and a chunk record is queued only after its data was written.
  * Loads (meta_*_load) run at startup, before the writer has work.

@@ -2,11 +2,29 @@
 /*
  * nsmgr.h - owns the current namespace: builds it from the namespace
  * cache in LMDB (fast remount, no backend listing) or from a backend
- * listing, re-lists every list_refresh seconds in a background thread and
- * swaps the new tree in, and re-checks one object's version on open.
+ * listing, re-lists every list_refresh seconds in the background and
+ * swaps the new tree in, and re-checks single files' versions in the
+ * background (stale-while-revalidate, below).
  *
  * Readers bracket every use of the tree with nsmgr_rdlock()/_unlock();
  * node pointers are not valid after the unlock.
+ *
+ * Re-checks.  A file's attributes carry the time the backend last
+ * vouched for them (ns_attr.checked).  An open of a file whose
+ * attributes are older than `revalidate` seconds is answered at once
+ * with them, and a re-check (one backend stat / S3 HEAD) is queued:
+ * single flight per inode, at most NSMGR_QUEUE_MAX files queued, run by
+ * NSMGR_CHECKERS threads.  When a re-check finds another version (or the
+ * object gone) it updates the tree and calls the on_change hook, so that
+ * the kernel drops what it cached of the file; the next open sees the new
+ * version (or ENOENT).  An open must wait for the re-check instead
+ * (parked, see nsmgr_open_check()) when `revalidate` is 0, or when a read
+ * found the object changed (nsmgr_stale_cb()): then the attributes known
+ * are not worth answering with.  No caller ever waits on the backend:
+ * waits are parked requests answered from a re-check thread.
+ *
+ * Locks: the tree's rwlock, then the re-check lock (a leaf); hooks and
+ * nsmgr_wait.done() are called with neither held.
  */
 #ifndef FUSEFS_NSMGR_H
 #define FUSEFS_NSMGR_H
@@ -19,32 +37,78 @@
 #include "ns.h"
 #include "stats.h"
 
+#define NSMGR_CHECKERS	4	/* re-check threads (S3: one pooled handle each) */
+#define NSMGR_QUEUE_MAX	4096	/* files queued for a background re-check */
+
 struct nsmgr;
+
+/* what the namespace tells its user; called on background threads */
+struct nsmgr_hooks {
+	/* on_swap() - a re-listing replaced the tree */
+	void (*on_swap)(void *arg);
+	/* on_change() - file @ino has another version, or is gone */
+	void (*on_change)(void *arg, uint64_t ino);
+	void *arg;
+};
+
+/* a parked open: nsmgr keeps it from nsmgr_open_check() until done() */
+struct nsmgr_wait {
+	/*
+	 * done() - the re-check answered (on a re-check thread, no lock
+	 * held): @err 0 (the attributes are current), -ENOENT (the object
+	 * is gone), or -ENOTCONN (nsmgr_stop() before it ran).
+	 */
+	void (*done)(struct nsmgr_wait *w, int err);
+	struct nsmgr_wait *next;	/* nsmgr's */
+};
 
 /* nsmgr_open() - load the namespace; -errno with a message printed */
 int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	       const struct fusefs_conf *cf, struct stats *st);
+/* nsmgr_close() - nsmgr_stop() if needed, free everything.  NULL is fine. */
 void nsmgr_close(struct nsmgr *nm);
 
 /*
- * nsmgr_start_refresh() - start re-listing in the background; after a
- * swap @on_swap(arg, ns) is called (no lock held) with the new tree.
+ * nsmgr_start() - start the re-check threads and, if list_refresh > 0,
+ * the re-listing thread, which report through @h (copied).  Re-checks
+ * queued before are run now.  Return: 0 or -errno (nothing started).
  */
-int nsmgr_start_refresh(struct nsmgr *nm,
-			void (*on_swap)(void *arg, struct ns *ns), void *arg);
+int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h);
+/*
+ * nsmgr_stop() - join the background threads (a re-check or listing in
+ * progress finishes first); parked opens still queued get -ENOTCONN.  No
+ * hook is called afterwards.  Safe without nsmgr_start(), and twice.
+ */
+void nsmgr_stop(struct nsmgr *nm);
 
 struct ns *nsmgr_rdlock(struct nsmgr *nm);
 void nsmgr_unlock(struct nsmgr *nm);
 
 /*
- * nsmgr_revalidate() - attributes of file @n (read-locked by the caller),
- * asking the backend if they are older than revalidate seconds.
- * Return: 0, -ENOENT if the object is gone.  Other backend errors are
- * logged and the known attributes returned (cached data stays usable).
+ * nsmgr_open_check() - may an open of file @ino be answered now?  Never
+ * waits on the backend.  Attributes older than `revalidate` queue a
+ * background re-check.  If the open must wait for the re-check, @w is
+ * parked (*@parked = true) and w->done() will be called exactly once;
+ * with @w NULL nothing is parked and -EWOULDBLOCK says that a waiter is
+ * needed.  Otherwise *@parked = false and nsmgr_file() has the answer.
+ * Return: 0; -ENOENT (no such file, or found gone), -EISDIR,
+ * -EWOULDBLOCK (see above), -ENOTCONN (stopped), -ENOMEM: nothing parked.
  */
-int nsmgr_revalidate(struct nsmgr *nm, const struct ns_node *n,
-		     struct ns_attr *out);
-/* nsmgr_force_check() - the next open of @ino asks the backend */
-void nsmgr_force_check(struct nsmgr *nm, uint64_t ino);
+int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
+		     bool *parked);
+/*
+ * nsmgr_file() - the current attributes of file @ino and its object name
+ * (*@key malloc'ed, the caller frees it).  Memory only.
+ * Return: 0, -ENOENT (no such file, or found gone), -EISDIR, -ENOMEM.
+ */
+int nsmgr_file(struct nsmgr *nm, uint64_t ino, struct ns_attr *a,
+	       char **key);
+
+/*
+ * nsmgr_stale_cb() - a read found object @ino changed (fetch_on_stale()'s
+ * callback; @arg is the struct nsmgr): re-check it now; opens wait for
+ * that re-check.  Any thread; never blocks on the backend.
+ */
+void nsmgr_stale_cb(void *arg, uint64_t ino);
 
 #endif

@@ -8,8 +8,11 @@
  * neither).  Reads are ranged GETs with If-Match: <ETag>, so a replaced
  * object answers 412 (-> -ESTALE) instead of other bytes.  They run on one
  * thread driving a curl multi handle (keep-alive, connection reuse, at
- * most max_inflight connections); listing and HEAD use one easy handle
- * under a mutex.
+ * most max_inflight connections).  Listing and HEAD are synchronous
+ * requests made by background threads (re-listing, re-checks of
+ * versions), several at once: each takes one of S3_SYNC_HANDLES easy
+ * handles from a pool, and gives it back after the transfer (an easy
+ * handle and its connection cache are used by one thread at a time).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -29,6 +32,7 @@
 #define EMPTY_SHA256 \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define URL_MAX		8192
+#define S3_SYNC_HANDLES	4	/* listing and HEAD requests at once */
 
 struct s3_be {
 	struct backend base;
@@ -40,8 +44,11 @@ struct s3_be {
 	char token_hdr[4200];
 	const struct fusefs_conf *cf;
 
-	pthread_mutex_t sync_lock;	/* the easy handle for list/HEAD */
-	CURL *sync;
+	pthread_mutex_t sync_lock;	/* guards sync_free, nsync_free */
+	pthread_cond_t sync_cond;	/* a handle was given back */
+	CURL *sync[S3_SYNC_HANDLES];	/* owned, for list/HEAD */
+	CURL *sync_free[S3_SYNC_HANDLES];
+	int nsync_free;
 
 	pthread_mutex_t lock;		/* guards queue, idle, stop */
 	struct s3_rd *queue;
@@ -174,46 +181,68 @@ static size_t body_write(char *data, size_t sz, size_t n, void *arg)
 	return len;
 }
 
+/* one synchronous request: a pooled handle, its headers and URL */
+struct s3_sync {
+	CURL *h;
+	struct curl_slist *hdrs;
+	char url[URL_MAX];
+};
+
 /*
- * Lock the synchronous handle and point it at @key ("" = the bucket) with
- * @query; the caller adds its options, performs, unlocks and frees *@hdrs.
- * @url (URL_MAX bytes) must live until the transfer ends.
+ * sync_begin() - take a handle from the pool (waiting while all are in
+ * use) and point it at @key ("" = the bucket) with @query; the caller
+ * adds its options, performs and calls sync_end().  Return: 0 or -errno
+ * (no handle taken).
  */
 static int sync_begin(struct s3_be *s, const char *key, const char *query,
-		      char *url, struct curl_slist **hdrs)
+		      struct s3_sync *r)
 {
-	int rc = make_url(s, key, query, url, URL_MAX);
+	int rc = make_url(s, key, query, r->url, sizeof(r->url));
 
 	if (rc)
 		return rc;
-	*hdrs = base_headers(s);
+	r->hdrs = base_headers(s);
+	if (!r->hdrs)
+		return -ENOMEM;
 	pthread_mutex_lock(&s->sync_lock);
-	setup(s, s->sync);
-	curl_easy_setopt(s->sync, CURLOPT_URL, url);
-	curl_easy_setopt(s->sync, CURLOPT_HTTPHEADER, *hdrs);
+	while (!s->nsync_free)
+		pthread_cond_wait(&s->sync_cond, &s->sync_lock);
+	r->h = s->sync_free[--s->nsync_free];
+	pthread_mutex_unlock(&s->sync_lock);
+	setup(s, r->h);
+	curl_easy_setopt(r->h, CURLOPT_URL, r->url);
+	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
 	return 0;
+}
+
+/* sync_end() - give the handle back (its connection stays cached) */
+static void sync_end(struct s3_be *s, struct s3_sync *r)
+{
+	curl_slist_free_all(r->hdrs);
+	pthread_mutex_lock(&s->sync_lock);
+	s->sync_free[s->nsync_free++] = r->h;
+	pthread_cond_signal(&s->sync_cond);
+	pthread_mutex_unlock(&s->sync_lock);
 }
 
 /* GET the bucket with @query into @b; returns -errno, *code the status */
 static int sync_get(struct s3_be *s, const char *query, struct body *b,
 		    long *code)
 {
-	char url[URL_MAX];
-	struct curl_slist *hdrs;
+	struct s3_sync r;
 	CURLcode cc;
 	int rc;
 
-	rc = sync_begin(s, "", query, url, &hdrs);
+	*code = 0;		/* no answer yet: also on early errors */
+	rc = sync_begin(s, "", query, &r);
 	if (rc)
 		return rc;
-	curl_easy_setopt(s->sync, CURLOPT_WRITEFUNCTION, body_write);
-	curl_easy_setopt(s->sync, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(s->sync, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s * 4);
-	cc = curl_easy_perform(s->sync);
-	*code = 0;
-	curl_easy_getinfo(s->sync, CURLINFO_RESPONSE_CODE, code);
-	pthread_mutex_unlock(&s->sync_lock);
-	curl_slist_free_all(hdrs);
+	curl_easy_setopt(r.h, CURLOPT_WRITEFUNCTION, body_write);
+	curl_easy_setopt(r.h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(r.h, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s * 4);
+	cc = curl_easy_perform(r.h);
+	curl_easy_getinfo(r.h, CURLINFO_RESPONSE_CODE, code);
+	sync_end(s, &r);
 	if (cc != CURLE_OK) {
 		log_err("S3 request to %s://%s failed: %s", s->scheme, s->host,
 			curl_easy_strerror(cc));
@@ -231,6 +260,7 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 	size_t n = 0;
 	int rc;
 
+	*code = 0;		/* no answer yet: also on early errors */
 	snprintf(mk, sizeof(mk), "%d", max_keys);
 	snprintf(prefix, sizeof(prefix), "%s%s", s->base.prefix,
 		 s->base.prefix[0] ? "/" : "");
@@ -254,7 +284,7 @@ static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 	struct s3_page page = { .truncated = true };
 	char token[sizeof(page.next_token)] = "";
 	unsigned pages = 0;
-	long code;
+	long code = 0;
 	int rc = 0;
 
 	while (page.truncated) {
@@ -313,28 +343,26 @@ static size_t head_header(char *data, size_t sz, size_t n, void *arg)
 static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 {
 	struct s3_be *s = sbe(be);
-	struct curl_slist *hdrs;
 	struct head hd = { "" };
-	char url[URL_MAX];
+	struct s3_sync r;
 	curl_off_t len = -1, when = -1;
 	long code = 0;
 	CURLcode cc;
 	int rc;
 
-	rc = sync_begin(s, key, "", url, &hdrs);
+	rc = sync_begin(s, key, "", &r);
 	if (rc)
 		return rc;
-	curl_easy_setopt(s->sync, CURLOPT_NOBODY, 1L);
-	curl_easy_setopt(s->sync, CURLOPT_FILETIME, 1L);
-	curl_easy_setopt(s->sync, CURLOPT_HEADERFUNCTION, head_header);
-	curl_easy_setopt(s->sync, CURLOPT_HEADERDATA, &hd);
-	curl_easy_setopt(s->sync, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s);
-	cc = curl_easy_perform(s->sync);
-	curl_easy_getinfo(s->sync, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_getinfo(s->sync, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
-	curl_easy_getinfo(s->sync, CURLINFO_FILETIME_T, &when);
-	pthread_mutex_unlock(&s->sync_lock);
-	curl_slist_free_all(hdrs);
+	curl_easy_setopt(r.h, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(r.h, CURLOPT_FILETIME, 1L);
+	curl_easy_setopt(r.h, CURLOPT_HEADERFUNCTION, head_header);
+	curl_easy_setopt(r.h, CURLOPT_HEADERDATA, &hd);
+	curl_easy_setopt(r.h, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s);
+	cc = curl_easy_perform(r.h);
+	curl_easy_getinfo(r.h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(r.h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	curl_easy_getinfo(r.h, CURLINFO_FILETIME_T, &when);
+	sync_end(s, &r);
 	if (cc != CURLE_OK)
 		return curl_errno(cc);
 	rc = http_errno(code);
@@ -544,12 +572,16 @@ static void s3_free(struct s3_be *s)
 
 	for (i = 0; i < s->nidle; i++)
 		curl_easy_cleanup(s->idle[i]);
-	if (s->sync)
-		curl_easy_cleanup(s->sync);
+	for (i = 0; i < S3_SYNC_HANDLES; i++)
+		if (s->sync[i])
+			curl_easy_cleanup(s->sync[i]);
 	if (s->multi)
 		curl_multi_cleanup(s->multi);
 	explicit_bzero(s->userpwd, sizeof(s->userpwd));
 	explicit_bzero(s->token_hdr, sizeof(s->token_hdr));
+	pthread_cond_destroy(&s->sync_cond);
+	pthread_mutex_destroy(&s->sync_lock);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
@@ -562,7 +594,7 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 	const char *ep = cf->s3_endpoint ? cf->s3_endpoint : getenv("AWS_ENDPOINT_URL");
 	size_t blen = slash ? (size_t)(slash - where) : strlen(where);
 	struct s3_creds cr;
-	int rc;
+	int rc, i;
 
 	if (!s)
 		return -ENOMEM;
@@ -570,6 +602,7 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 	s->base.ops = &backend_s3_ops;
 	s->cf = cf;
 	pthread_mutex_init(&s->sync_lock, NULL);
+	pthread_cond_init(&s->sync_cond, NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	rc = -EINVAL;
 	if (!blen || blen >= sizeof(s->bucket) || memchr(where, '?', blen)) {
@@ -597,12 +630,16 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 	creds_wipe(&cr);
 	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3",
 		 cf->s3_region ? cf->s3_region : "us-east-1");
-	s->sync = curl_easy_init();
-	s->multi = curl_multi_init();
-	if (!s->sync || !s->multi) {
-		rc = -ENOMEM;
-		goto out_free;
+	rc = -ENOMEM;
+	for (i = 0; i < S3_SYNC_HANDLES; i++) {
+		s->sync[i] = curl_easy_init();
+		if (!s->sync[i])
+			goto out_free;
+		s->sync_free[s->nsync_free++] = s->sync[i];
 	}
+	s->multi = curl_multi_init();
+	if (!s->multi)
+		goto out_free;
 	curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
 			  (long)cf->max_inflight);
 	curl_multi_setopt(s->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,

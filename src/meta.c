@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "bgthread.h"
 #include "hash.h"
 #include "log.h"
 #include "meta.h"
@@ -35,12 +35,11 @@ struct meta {
 	size_t mapsize;
 
 	pthread_mutex_t lock;	/* guards the queue and the counters */
-	pthread_cond_t kick, done;
-	struct op *q;
-	size_t qlen, qcap;
+	pthread_cond_t done;	/* a batch was committed */
+	struct op *q, *spare;	/* queue; the array the last batch used */
+	size_t qlen, qcap, spare_cap;
 	uint64_t queued, applied, batches;
-	bool stop;
-	pthread_t writer;
+	struct bgthread *writer;
 };
 
 struct meta_ns_txn {
@@ -150,67 +149,61 @@ retry:
 	return mdb_err(rc);
 }
 
-static void *writer_main(void *arg)
+/*
+ * write_batch() - everything queued so far, in one transaction, applied
+ * with the lock dropped (the queue array is swapped with the spare).  Runs
+ * on one thread at a time: the writer's tick, or meta_close() after the
+ * writer stopped.  Return: how many updates the batch held.
+ */
+static size_t write_batch(struct meta *m)
 {
-	struct meta *m = arg;
-	struct op *ops = NULL;
-	size_t n, cap = 0;
+	struct op *ops;
+	size_t n, cap;
 	uint64_t upto;
 
 	pthread_mutex_lock(&m->lock);
-	for (;;) {
-		if (!m->qlen && !m->stop) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += META_BATCH_MS * 1000000L;
-			ts.tv_sec += ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&m->kick, &m->lock, &ts);
-		}
-		if (!m->qlen) {
-			if (m->stop)
-				break;
-			continue;
-		}
-		/* swap the queue with the spare array, apply it unlocked */
-		{
-			struct op *full = m->q;
-			size_t full_cap = m->qcap;
-
-			m->q = ops;
-			m->qcap = cap;
-			ops = full;
-			cap = full_cap;
-		}
-		n = m->qlen;
-		m->qlen = 0;
-		upto = m->queued;
+	n = m->qlen;
+	if (!n) {
 		pthread_mutex_unlock(&m->lock);
-
-		if (apply_batch(m, ops, n))
-			log_err("index batch of %zu updates lost", n);
-
-		pthread_mutex_lock(&m->lock);
-		m->applied = upto;
-		m->batches++;
-		pthread_cond_broadcast(&m->done);
-		if (!m->stop && n < QUEUE_KICK) {
-			/* let the next batch gather: never a commit per update */
-			struct timespec d = { 0, META_BATCH_MS * 1000000L };
-
-			pthread_mutex_unlock(&m->lock);
-			nanosleep(&d, NULL);
-			pthread_mutex_lock(&m->lock);
-		}
+		return 0;
 	}
+	ops = m->q;
+	cap = m->qcap;
+	m->q = m->spare;
+	m->qcap = m->spare_cap;
+	m->spare = NULL;
+	m->qlen = 0;
+	upto = m->queued;
 	pthread_mutex_unlock(&m->lock);
-	free(ops);
-	return NULL;
+
+	if (apply_batch(m, ops, n))
+		log_err("index batch of %zu updates lost", n);
+
+	pthread_mutex_lock(&m->lock);
+	m->spare = ops;
+	m->spare_cap = cap;
+	m->applied = upto;
+	m->batches++;
+	pthread_cond_broadcast(&m->done);
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+/*
+ * The writer: a batch every META_BATCH_MS, so that updates gather and an
+ * update never costs a commit of its own; a queue of QUEUE_KICK updates
+ * (or meta_flush()) wakes it early, and after such a long batch it goes
+ * on at once.
+ */
+static int64_t writer_tick(void *arg)
+{
+	return write_batch(arg) >= QUEUE_KICK ? 0 : BG_PERIOD;
 }
 
 static void enqueue(struct meta *m, const struct op *o)
 {
+	bool kick;
+
 	pthread_mutex_lock(&m->lock);
 	if (m->qlen == m->qcap) {
 		size_t cap = m->qcap ? m->qcap * 2 : 256;
@@ -226,9 +219,10 @@ static void enqueue(struct meta *m, const struct op *o)
 	}
 	m->q[m->qlen++] = *o;
 	m->queued++;
-	if (m->qlen >= QUEUE_KICK)
-		pthread_cond_signal(&m->kick);
+	kick = m->qlen >= QUEUE_KICK;
 	pthread_mutex_unlock(&m->lock);
+	if (kick)
+		bgthread_wake(m->writer);
 }
 
 void meta_q_file(struct meta *m, uint64_t fid, const struct file_rec *r)
@@ -273,7 +267,9 @@ int meta_flush(struct meta *m)
 
 	pthread_mutex_lock(&m->lock);
 	want = m->queued;
-	pthread_cond_signal(&m->kick);
+	pthread_mutex_unlock(&m->lock);
+	bgthread_wake(m->writer);
+	pthread_mutex_lock(&m->lock);
 	while (m->applied < want)
 		pthread_cond_wait(&m->done, &m->lock);
 	pthread_mutex_unlock(&m->lock);
@@ -341,13 +337,16 @@ int meta_open(struct meta **out, const char *dir)
 	if (rc)
 		goto out_env;
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->kick, NULL);
 	pthread_cond_init(&m->done, NULL);
-	rc = -pthread_create(&m->writer, NULL, writer_main, m);
+	rc = bgthread_start(&m->writer, "meta-writer", META_BATCH_MS,
+			    writer_tick, m);
 	if (rc)
-		goto out_env;
+		goto out_lock;
 	*out = m;
 	return 0;
+out_lock:
+	pthread_cond_destroy(&m->done);
+	pthread_mutex_destroy(&m->lock);
 out_env:
 	mdb_env_close(m->env);
 out_free:
@@ -359,16 +358,13 @@ void meta_close(struct meta *m)
 {
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->lock);
-	m->stop = true;
-	pthread_cond_signal(&m->kick);
-	pthread_mutex_unlock(&m->lock);
-	pthread_join(m->writer, NULL);
+	bgthread_stop(m->writer);
+	write_batch(m);		/* what was queued after the last tick */
 	mdb_env_sync(m->env, 1);
 	mdb_env_close(m->env);
 	free(m->q);
+	free(m->spare);
 	pthread_mutex_destroy(&m->lock);
-	pthread_cond_destroy(&m->kick);
 	pthread_cond_destroy(&m->done);
 	free(m);
 }

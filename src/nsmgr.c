@@ -8,9 +8,35 @@
 #include <string.h>
 #include <time.h>
 
+#include "bgthread.h"
 #include "hash.h"
+#include "htab.h"
 #include "log.h"
 #include "nsmgr.h"
+
+#define CHECKER_PERIOD_MS	10000	/* checkers run when woken; this is a backstop */
+
+enum nsmgr_state { NM_NEW, NM_RUNNING, NM_STOPPED };
+
+/* a file queued for a re-check, being re-checked, or found gone */
+struct recheck {
+	uint64_t ino;			/* key in nsmgr.checks */
+	char *key;			/* the object's name */
+	bool queued, running;
+	bool again;			/* run once more: asked during this run */
+	bool forced;			/* a read found it changed: opens wait */
+	unsigned forced_seq;		/* counts nsmgr_stale_cb() calls */
+	bool gone;			/* the last answer was "no such object" */
+	int64_t gone_checked;		/* when (wall clock, like ns_attr) */
+	struct nsmgr_wait *waiters;	/* parked opens for the next run */
+	struct recheck *qnext;
+};
+
+struct checker {			/* one re-check thread */
+	struct nsmgr *nm;
+	struct bgthread *t;
+	bool idle;			/* under check_lock: wake it for work */
+};
 
 struct nsmgr {
 	pthread_rwlock_t lock;	/* guards ns (the pointer, not the tree) */
@@ -20,14 +46,31 @@ struct nsmgr {
 	struct stats *st;
 	const struct fusefs_conf *cf;
 	uint64_t seed;
+	struct nsmgr_hooks hooks;	/* set by nsmgr_start() */
 
-	pthread_t thread;
-	bool running, stop;
-	pthread_mutex_t stop_lock;
-	pthread_cond_t stop_cond;
-	void (*on_swap)(void *arg, struct ns *ns);
-	void *swap_arg;
+	struct bgthread *refresh;
+	int64_t refresh_due_ms;		/* CLOCK_MONOTONIC; refresh thread's */
+
+	pthread_mutex_t check_lock;	/* after lock; guards all below */
+	enum nsmgr_state state;
+	struct htab checks;		/* ino -> struct recheck */
+	struct recheck *qhead, *qtail;
+	unsigned nqueued;
+	struct checker checkers[NSMGR_CHECKERS];
 };
+
+static uint64_t recheck_key(const void *item)
+{
+	return ((const struct recheck *)item)->ino;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
 
 struct build {
 	struct ns *ns;
@@ -164,8 +207,8 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	nm->st = st;
 	nm->seed = hash64(cf->source, strlen(cf->source), 1);
 	pthread_rwlock_init(&nm->lock, NULL);
-	pthread_mutex_init(&nm->stop_lock, NULL);
-	pthread_cond_init(&nm->stop_cond, NULL);
+	pthread_mutex_init(&nm->check_lock, NULL);
+	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
 	if (rc == 0 && cf->list_refresh_s &&
 	    time(NULL) - listed >= (int64_t)cf->list_refresh_s) {
@@ -180,73 +223,11 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot list %s: %s\n", cf->source,
 			strerror(-rc));
-		free(nm);
+		nsmgr_close(nm);
 		return rc;
 	}
 	*out = nm;
 	return 0;
-}
-
-static void *refresh_main(void *arg)
-{
-	struct nsmgr *nm = arg;
-
-	pthread_mutex_lock(&nm->stop_lock);
-	while (!nm->stop) {
-		struct timespec ts;
-		struct ns *fresh, *old;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += nm->cf->list_refresh_s;
-		pthread_cond_timedwait(&nm->stop_cond, &nm->stop_lock, &ts);
-		if (nm->stop)
-			break;
-		pthread_mutex_unlock(&nm->stop_lock);
-		if (list_backend(nm, &fresh) == 0) {
-			pthread_rwlock_wrlock(&nm->lock);
-			old = nm->ns;
-			nm->ns = fresh;
-			pthread_rwlock_unlock(&nm->lock);
-			ns_destroy(old);
-			if (nm->on_swap)
-				nm->on_swap(nm->swap_arg, fresh);
-		} else {
-			log_warn("re-listing %s failed: keeping the old namespace",
-				 nm->cf->source);
-		}
-		pthread_mutex_lock(&nm->stop_lock);
-	}
-	pthread_mutex_unlock(&nm->stop_lock);
-	return NULL;
-}
-
-int nsmgr_start_refresh(struct nsmgr *nm,
-			void (*on_swap)(void *arg, struct ns *ns), void *arg)
-{
-	int rc;
-
-	nm->on_swap = on_swap;
-	nm->swap_arg = arg;
-	if (!nm->cf->list_refresh_s)
-		return 0;
-	rc = -pthread_create(&nm->thread, NULL, refresh_main, nm);
-	nm->running = rc == 0;
-	return rc;
-}
-
-void nsmgr_close(struct nsmgr *nm)
-{
-	if (!nm)
-		return;
-	pthread_mutex_lock(&nm->stop_lock);
-	nm->stop = true;
-	pthread_cond_signal(&nm->stop_cond);
-	pthread_mutex_unlock(&nm->stop_lock);
-	if (nm->running)
-		pthread_join(nm->thread, NULL);
-	ns_destroy(nm->ns);
-	pthread_rwlock_destroy(&nm->lock);
-	free(nm);
 }
 
 struct ns *nsmgr_rdlock(struct nsmgr *nm)
@@ -260,44 +241,488 @@ void nsmgr_unlock(struct nsmgr *nm)
 	pthread_rwlock_unlock(&nm->lock);
 }
 
-int nsmgr_revalidate(struct nsmgr *nm, const struct ns_node *n,
-		     struct ns_attr *out)
-{
-	struct ns_attr fresh;
-	int64_t now = time(NULL);
-	int rc;
+static void put_locked(struct nsmgr *nm, struct recheck *r);
 
-	ns_attr_get(nm->ns, n, out);
-	if (now - out->checked < (int64_t)nm->cf->revalidate_s)
-		return 0;
-	stat_inc(nm->st, revalidations);
-	rc = nm->be->ops->stat(nm->be, n->key, &fresh);
-	if (rc == -ENOENT)
-		return -ENOENT;
-	if (rc) {
-		log_warn("re-checking '%s': %s; serving what is known", n->key,
-			 strerror(-rc));
-		out->checked = now;	/* do not stall every open on it */
-		ns_attr_set(nm->ns, n, out);
-		return 0;
+/* ---- re-listing ---- */
+
+static bool same_version(const struct ns_attr *a, const struct ns_attr *b)
+{
+	return a->size == b->size && !strcmp(a->version, b->version);
+}
+
+/* files of the old tree whose version differs in (or is missing from) the fresh one */
+struct swap_diff {
+	struct ns *old, *fresh;
+	uint64_t *changed;
+	size_t n, cap;
+};
+
+static int diff_file(void *arg, const struct ns_node *o)
+{
+	struct swap_diff *d = arg;
+	const struct ns_node *n = ns_get(d->fresh, o->ino);
+	struct ns_attr a, b;
+
+	if (n && !n->is_dir && !strcmp(n->key, o->key)) {
+		ns_attr_get(d->old, o, &a);
+		ns_attr_get(d->fresh, n, &b);
+		if (a.checked > b.checked) {
+			/* a re-check after the listing began knows better */
+			ns_attr_set(d->fresh, n, &a);
+			return 0;
+		}
+		if (same_version(&a, &b))
+			return 0;
 	}
-	fresh.checked = now;
-	ns_attr_set(nm->ns, n, &fresh);
-	*out = fresh;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		uint64_t *p = realloc(d->changed, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		d->changed = p;
+		d->cap = cap;
+	}
+	d->changed[d->n++] = o->ino;
 	return 0;
 }
 
-void nsmgr_force_check(struct nsmgr *nm, uint64_t ino)
+/* a fresh listing replaces the tree; the kernel forgets what changed */
+static void relist(struct nsmgr *nm)
+{
+	struct swap_diff d = { 0 };
+	struct ns *old;
+	size_t i;
+	int rc;
+
+	if (list_backend(nm, &d.fresh)) {
+		log_warn("re-listing %s failed: keeping the old namespace",
+			 nm->cf->source);
+		return;
+	}
+	d.old = nsmgr_rdlock(nm);
+	rc = ns_foreach(d.old, false, diff_file, &d);
+	nsmgr_unlock(nm);
+	if (rc)
+		log_warn("re-listing %s: %s; changed files keep their kernel cache until it expires",
+			 nm->cf->source, strerror(-rc));
+	pthread_rwlock_wrlock(&nm->lock);
+	old = nm->ns;
+	nm->ns = d.fresh;
+	pthread_rwlock_unlock(&nm->lock);
+	ns_destroy(old);
+	/* the listing is the authority on which objects exist */
+	pthread_mutex_lock(&nm->check_lock);
+	for (i = 0; i < nm->checks.cap;) {
+		struct recheck *r = nm->checks.slot[i];
+		bool drop = r && r->gone && !r->queued && !r->running;
+
+		if (r)
+			r->gone = false;
+		if (drop)
+			put_locked(nm, r);	/* may shift another into slot i */
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&nm->check_lock);
+	for (i = 0; i < d.n; i++)
+		nm->hooks.on_change(nm->hooks.arg, d.changed[i]);
+	free(d.changed);
+	nm->hooks.on_swap(nm->hooks.arg);
+}
+
+/* the re-listing thread: every list_refresh seconds after the last one */
+static int64_t refresh_tick(void *arg)
+{
+	struct nsmgr *nm = arg;
+	int64_t now = mono_ms();
+
+	if (now < nm->refresh_due_ms)	/* the tick at start */
+		return nm->refresh_due_ms - now;
+	relist(nm);
+	nm->refresh_due_ms = mono_ms() + nm->cf->list_refresh_s * 1000LL;
+	return BG_PERIOD;
+}
+
+/* ---- re-checks ---- */
+
+/* queue @r (check_lock held); returns the checker to wake, or NULL */
+static struct checker *enqueue_locked(struct nsmgr *nm, struct recheck *r)
+{
+	int i;
+
+	r->queued = true;
+	r->qnext = NULL;
+	if (nm->qtail)
+		nm->qtail->qnext = r;
+	else
+		nm->qhead = r;
+	nm->qtail = r;
+	nm->nqueued++;
+	if (nm->state != NM_RUNNING)
+		return NULL;
+	for (i = 0; i < NSMGR_CHECKERS; i++) {
+		if (nm->checkers[i].idle) {
+			nm->checkers[i].idle = false;
+			return &nm->checkers[i];
+		}
+	}
+	return NULL;		/* all busy: one takes it when it is done */
+}
+
+static void wake(struct checker *c)
+{
+	if (c)
+		bgthread_wake(c->t);
+}
+
+/* the entry for file @n (check_lock held); NULL on ENOMEM */
+static struct recheck *get_locked(struct nsmgr *nm, const struct ns_node *n)
+{
+	struct recheck *r = htab_get(&nm->checks, n->ino);
+
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->ino = n->ino;
+	r->key = strdup(n->key);
+	if (!r->key || htab_put(&nm->checks, r)) {
+		free(r->key);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* drop @r if nothing refers to it any more (check_lock held) */
+static void put_locked(struct nsmgr *nm, struct recheck *r)
+{
+	if (r->queued || r->running || r->gone || r->waiters)
+		return;
+	htab_del(&nm->checks, r->ino);
+	free(r->key);
+	free(r);
+}
+
+/* the next queued file for checker @c, or NULL (then @c is idle) */
+static struct recheck *next_locked(struct nsmgr *nm, struct checker *c)
+{
+	struct recheck *r = nm->qhead;
+
+	if (!r || nm->state != NM_RUNNING) {
+		c->idle = true;
+		return NULL;
+	}
+	nm->qhead = r->qnext;
+	if (!nm->qhead)
+		nm->qtail = NULL;
+	nm->nqueued--;
+	r->queued = false;
+	r->running = true;
+	return r;
+}
+
+/*
+ * Ask the backend about @r and apply the answer to the tree.  *@gone is
+ * in: whether the object was gone, out: whether it is.  r->key is
+ * immutable, so no lock is needed to read it.
+ * Return: true if the file changed or vanished (the kernel must forget
+ * it).
+ */
+static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 {
 	const struct ns_node *n;
-	struct ns_attr a;
+	struct ns_attr fresh, known;
+	int64_t now;
+	bool changed = false;
+	int rc;
 
-	pthread_rwlock_rdlock(&nm->lock);
-	n = ns_get(nm->ns, ino);
-	if (n && !n->is_dir) {
-		ns_attr_get(nm->ns, n, &a);
-		a.checked = 0;
-		ns_attr_set(nm->ns, n, &a);
+	stat_inc(nm->st, revalidations);
+	rc = nm->be->ops->stat(nm->be, r->key, &fresh);
+	now = time(NULL);
+	n = ns_get(nsmgr_rdlock(nm), r->ino);
+	if (!n || n->is_dir || strcmp(n->key, r->key)) {
+		nsmgr_unlock(nm);	/* re-listed meanwhile: not ours */
+		return false;
 	}
-	pthread_rwlock_unlock(&nm->lock);
+	ns_attr_get(nm->ns, n, &known);
+	if (rc == 0) {
+		changed = *gone || !same_version(&known, &fresh);
+		fresh.checked = now;
+		ns_attr_set(nm->ns, n, &fresh);
+		*gone = false;
+	} else if (rc == -ENOENT) {
+		changed = !*gone;
+		*gone = true;
+	} else {
+		log_warn("re-checking '%s': %s; serving what is known", r->key,
+			 strerror(-rc));
+		known.checked = now;	/* do not ask again at every open */
+		ns_attr_set(nm->ns, n, &known);
+	}
+	nsmgr_unlock(nm);
+	if (changed)
+		log_info("object '%s' %s in the backend", r->key,
+			 *gone ? "vanished" : "changed");
+	return changed;
+}
+
+/* a re-check thread: runs queued re-checks until the queue is empty */
+static int64_t checker_tick(void *arg)
+{
+	struct checker *c = arg;
+	struct nsmgr *nm = c->nm;
+
+	for (;;) {
+		struct nsmgr_wait *w, *next;
+		struct recheck *r;
+		unsigned seq;
+		bool changed, gone;
+		int err;
+
+		pthread_mutex_lock(&nm->check_lock);
+		r = next_locked(nm, c);
+		if (!r) {
+			pthread_mutex_unlock(&nm->check_lock);
+			return BG_PERIOD;
+		}
+		w = r->waiters;		/* later arrivals wait for a later run */
+		r->waiters = NULL;
+		seq = r->forced_seq;
+		gone = r->gone;
+		pthread_mutex_unlock(&nm->check_lock);
+
+		changed = check_one(nm, r, &gone);
+		if (changed)
+			nm->hooks.on_change(nm->hooks.arg, r->ino);
+
+		pthread_mutex_lock(&nm->check_lock);
+		r->running = false;
+		r->gone = gone;
+		if (gone)
+			r->gone_checked = time(NULL);
+		if (r->forced_seq == seq)
+			r->forced = false;	/* this run saw the change */
+		if (r->again || r->waiters) {
+			r->again = false;
+			wake(enqueue_locked(nm, r));
+		} else {
+			put_locked(nm, r);
+		}
+		pthread_mutex_unlock(&nm->check_lock);
+
+		err = gone ? -ENOENT : 0;
+		for (; w; w = next) {
+			next = w->next;
+			w->done(w, err);
+		}
+	}
+}
+
+int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
+		     bool *parked)
+{
+	int64_t revalidate = nm->cf->revalidate_s, checked;
+	struct checker *c = NULL;
+	const struct ns_node *n;
+	struct recheck *r;
+	struct ns_attr a;
+	struct ns *ns;
+	int rc = 0;
+
+	*parked = false;
+	ns = nsmgr_rdlock(nm);
+	n = ns_get(ns, ino);
+	if (!n || n->is_dir) {
+		nsmgr_unlock(nm);
+		return n ? -EISDIR : -ENOENT;
+	}
+	ns_attr_get(ns, n, &a);
+	pthread_mutex_lock(&nm->check_lock);
+	r = htab_get(&nm->checks, ino);
+	checked = r && r->gone ? r->gone_checked : a.checked;
+	if (revalidate == 0 || (r && r->forced)) {
+		/* what is known is not worth answering with: wait */
+		if (!w) {
+			rc = -EWOULDBLOCK;
+		} else if (nm->state == NM_STOPPED) {
+			rc = -ENOTCONN;
+		} else if (!(r = get_locked(nm, n))) {
+			rc = -ENOMEM;
+		} else {
+			w->next = r->waiters;
+			r->waiters = w;
+			*parked = true;
+			if (r->running)
+				r->again = true;
+			else if (!r->queued)
+				c = enqueue_locked(nm, r);
+		}
+	} else {
+		if (time(NULL) - checked >= revalidate &&
+		    !(r && (r->queued || r->running)) &&
+		    nm->nqueued < NSMGR_QUEUE_MAX) {
+			/* stale: answer with it, ask in the background */
+			r = get_locked(nm, n);
+			if (r)
+				c = enqueue_locked(nm, r);
+		}
+		if (r && r->gone)
+			rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&nm->check_lock);
+	nsmgr_unlock(nm);
+	wake(c);
+	return rc;
+}
+
+int nsmgr_file(struct nsmgr *nm, uint64_t ino, struct ns_attr *a,
+	       char **key)
+{
+	const struct ns_node *n;
+	struct recheck *r;
+	struct ns *ns;
+	int rc = 0;
+
+	ns = nsmgr_rdlock(nm);
+	n = ns_get(ns, ino);
+	if (!n || n->is_dir) {
+		nsmgr_unlock(nm);
+		return n ? -EISDIR : -ENOENT;
+	}
+	pthread_mutex_lock(&nm->check_lock);
+	r = htab_get(&nm->checks, ino);
+	if (r && r->gone)
+		rc = -ENOENT;
+	pthread_mutex_unlock(&nm->check_lock);
+	if (!rc) {
+		ns_attr_get(ns, n, a);
+		*key = strdup(n->key);
+		if (!*key)
+			rc = -ENOMEM;
+	}
+	nsmgr_unlock(nm);
+	return rc;
+}
+
+void nsmgr_stale_cb(void *arg, uint64_t ino)
+{
+	struct nsmgr *nm = arg;
+	struct checker *c = NULL;
+	const struct ns_node *n;
+	struct recheck *r;
+
+	n = ns_get(nsmgr_rdlock(nm), ino);
+	if (n && !n->is_dir) {
+		pthread_mutex_lock(&nm->check_lock);
+		r = get_locked(nm, n);
+		if (r) {
+			r->forced = true;
+			r->forced_seq++;
+			if (r->running)
+				r->again = true;
+			else if (!r->queued)
+				c = enqueue_locked(nm, r);
+		} else {
+			log_err("cannot queue a re-check of '%s': out of memory",
+				n->key);
+		}
+		pthread_mutex_unlock(&nm->check_lock);
+	}
+	nsmgr_unlock(nm);
+	wake(c);
+}
+
+/* ---- start, stop ---- */
+
+int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h)
+{
+	int i, rc;
+
+	nm->hooks = *h;
+	pthread_mutex_lock(&nm->check_lock);
+	nm->state = NM_RUNNING;
+	pthread_mutex_unlock(&nm->check_lock);
+	for (i = 0; i < NSMGR_CHECKERS; i++) {
+		nm->checkers[i].nm = nm;
+		rc = bgthread_start(&nm->checkers[i].t, "ns-check",
+				    CHECKER_PERIOD_MS, checker_tick,
+				    &nm->checkers[i]);
+		if (rc)
+			goto out_stop;
+	}
+	if (nm->cf->list_refresh_s) {
+		nm->refresh_due_ms = mono_ms() + nm->cf->list_refresh_s * 1000LL;
+		rc = bgthread_start(&nm->refresh, "ns-refresh",
+				    nm->cf->list_refresh_s * 1000LL,
+				    refresh_tick, nm);
+		if (rc)
+			goto out_stop;
+	}
+	return 0;
+out_stop:
+	nsmgr_stop(nm);
+	return rc;
+}
+
+void nsmgr_stop(struct nsmgr *nm)
+{
+	struct nsmgr_wait *w = NULL, *next;
+	struct recheck *r;
+	int i;
+
+	pthread_mutex_lock(&nm->check_lock);
+	nm->state = NM_STOPPED;		/* no more wakes, no more runs */
+	pthread_mutex_unlock(&nm->check_lock);
+	bgthread_stop(nm->refresh);
+	nm->refresh = NULL;
+	for (i = 0; i < NSMGR_CHECKERS; i++) {
+		bgthread_stop(nm->checkers[i].t);
+		nm->checkers[i].t = NULL;
+	}
+	/* what never ran: answer its waiters, forget it */
+	pthread_mutex_lock(&nm->check_lock);
+	while ((r = nm->qhead)) {
+		nm->qhead = r->qnext;
+		r->queued = false;
+		while (r->waiters) {
+			struct nsmgr_wait *x = r->waiters;
+
+			r->waiters = x->next;
+			x->next = w;
+			w = x;
+		}
+		put_locked(nm, r);
+	}
+	nm->qtail = NULL;
+	nm->nqueued = 0;
+	pthread_mutex_unlock(&nm->check_lock);
+	for (; w; w = next) {
+		next = w->next;
+		w->done(w, -ENOTCONN);
+	}
+}
+
+void nsmgr_close(struct nsmgr *nm)
+{
+	size_t i;
+
+	if (!nm)
+		return;
+	nsmgr_stop(nm);
+	for (i = 0; i < nm->checks.cap; i++) {
+		struct recheck *r = nm->checks.slot[i];
+
+		if (r) {
+			free(r->key);
+			free(r);
+		}
+	}
+	htab_release(&nm->checks);
+	ns_destroy(nm->ns);
+	pthread_mutex_destroy(&nm->check_lock);
+	pthread_rwlock_destroy(&nm->lock);
+	free(nm);
 }

@@ -126,7 +126,7 @@ def test_flipped_byte_is_refetched(mounter, sized, store, tmp_path):
 
 def test_rewritten_object_served_after_revalidate(mounter, store):
     store.put("rw/obj", b"A" * 5000)
-    m = mounter("rw", "--revalidate", "1", store=store)
+    m = mounter("rw", "--revalidate", "0", store=store)
     with open(m.path("obj"), "rb") as f:
         assert f.read() == b"A" * 5000
     v1 = os.getxattr(m.path("obj"), "user.fusefs.version")

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/* bdi.c - see bdi.h */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bdi.h"
+#include "log.h"
+
+struct raise {
+	char *mnt;
+	unsigned kb, delay_ms;
+};
+
+/* the device number of the newest mount at @mnt; 0 or -ENOENT */
+static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
+{
+	char line[8192];
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char mp[4096];
+		unsigned a, b;
+
+		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &a, &b, mp) == 3 &&
+		    !strcmp(mp, mnt)) {
+			*maj = a;
+			*min = b;
+			found = true;	/* the last one is the newest */
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static void raise_readahead(const char *mnt, unsigned kb)
+{
+	unsigned maj, min;
+	char path[128];
+	FILE *f;
+
+	if (mount_dev(mnt, &maj, &min))
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	f = fopen(path, "w");
+	if (!f) {
+		log_dbg("cannot raise %s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "%u\n", kb);
+	if (fclose(f))
+		log_dbg("cannot raise %s: %s", path, strerror(errno));
+}
+
+static void *raise_main(void *arg)
+{
+	struct raise *r = arg;
+	struct timespec d = { r->delay_ms / 1000, (r->delay_ms % 1000) * 1000000L };
+
+	nanosleep(&d, NULL);
+	raise_readahead(r->mnt, r->kb);
+	free(r->mnt);
+	free(r);
+	return NULL;
+}
+
+int bdi_raise_readahead_later(const char *mnt, unsigned kb, unsigned delay_ms)
+{
+	struct raise *r = malloc(sizeof(*r));
+	pthread_t t;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->mnt = strdup(mnt);
+	r->kb = kb;
+	r->delay_ms = delay_ms;
+	if (!r->mnt) {
+		free(r);
+		return -ENOMEM;
+	}
+	rc = pthread_create(&t, NULL, raise_main, r);
+	if (rc) {
+		free(r->mnt);
+		free(r);
+		return -rc;
+	}
+	pthread_detach(t);
+	return 0;
+}
