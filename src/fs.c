@@ -327,7 +327,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 	fi->keep_cache = !changed;
 	if (fuse_reply_open(req, fi)) {
 		/* interrupted: no release will come for this open */
-		cache_detach(fs->d->cache, ce);
+		fetch_close(fs->d->fetch, ce);
 		return;
 	}
 	ctl_note_open(fs->d->ctl, ino, cache_is_complete(fs->d->cache, ce));
@@ -460,7 +460,6 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_release(req, fi);
 		return;
-	}
 	}
 	fetch_close(fs->d->fetch, (struct centry *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
