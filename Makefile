@@ -21,7 +21,7 @@ CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
           s3sign s3list lists backend_file
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
-          fs fs_ctl fs_xattr bdi \
+          fs fs_ctl fs_xattr bdi passthrough \
           cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)

@@ -154,6 +154,15 @@ int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
  */
 int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 		size_t len, char *buf, char **at);
+/*
+ * cache_passthrough_fd() - the data file of open entry @ce, for the kernel
+ * to read directly: only when every chunk is on disk and verified (chunks
+ * from an earlier run are verified now, on the caller's thread) and the
+ * file is exactly the object's size (O_DIRECT padding cut off).
+ * Return: an fd (owned by the cache, valid while @ce is open), -EAGAIN
+ * if the file is not complete, -errno.
+ */
+int cache_passthrough_fd(struct cache *c, struct centry *ce);
 /* cache_read_fd() - fd to splice PRESENT ranges from (buffered) */
 int cache_read_fd(const struct centry *ce);
 /* cache_note_read() - heat: @bytes read through the mount */

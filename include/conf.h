@@ -50,6 +50,7 @@ struct fusefs_conf {
 	unsigned connect_timeout_s;
 	unsigned max_threads;	/* FUSE worker threads */
 	enum read_mode read_mode;
+	bool passthrough;	/* --passthrough auto (true) or off */
 	char *evict;		/* policy: lru, heat, auto */
 	unsigned heat_half_life_s;
 	unsigned rewarm;	/* at mount, prefetch this many hottest files */

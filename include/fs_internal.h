@@ -21,6 +21,7 @@
 struct fs {
 	const struct fs_deps *d;
 	struct fuse_session *se;
+	struct passthrough *pt;	/* kernel reads of complete files */
 	double attr_timeout;	/* files: --revalidate (1 s if 0) */
 	time_t mounted;		/* directories' and control files' times */
 };

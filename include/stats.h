@@ -34,6 +34,8 @@
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
 	X(stall_us)		/* time reads waited for the backend */	\
 	X(lists_published)	/* epoch lists accepted */		\
+	X(passthrough_opens)	/* opens the kernel reads directly */	\
+	X(passthrough_bytes)	/* their file sizes (reads not seen) */	\
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
 	X(backend_read_us_le_4000)					\
 	X(backend_read_us_le_16000)					\

@@ -760,6 +760,40 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 	return r < 0 ? (int)r : -EIO;
 }
 
+int cache_passthrough_fd(struct cache *c, struct centry *ce)
+{
+	struct chunkbuf *cb = NULL;
+	struct stat st;
+	uint32_t n;
+	int rc;
+
+	rc = ensure_files(c, ce);
+	for (n = 0; n < ce->nchunks && !rc; n++) {
+		int s = cache_chunk_state(c, ce, n);
+
+		if (s == CH_UNVERIFIED) {
+			if (!cb)
+				cb = chunkbuf_new(c->chunk_size);
+			rc = cb ? cache_verify_chunk(c, ce, n, cb) : -ENOMEM;
+			if (rc == -EBADMSG)
+				rc = -EAGAIN;	/* dropped: refetched on read */
+		} else if (s != CH_PRESENT) {
+			rc = s < 0 ? s : -EAGAIN;
+		}
+	}
+	chunkbuf_put(cb);
+	if (rc)
+		return rc;
+	if (fstat(ce->fd, &st))
+		return -errno;
+	if ((uint64_t)st.st_size < ce->size)
+		return -EAGAIN;
+	/* the tail of an O_DIRECT write is padding past the end: cut it */
+	if ((uint64_t)st.st_size > ce->size && ftruncate(ce->fd, ce->size))
+		return -errno;
+	return ce->fd;
+}
+
 int cache_read_fd(const struct centry *ce)
 {
 	return ce->fd;

@@ -81,6 +81,8 @@ static const struct opt opts[] = {
 	  "N       FUSE worker threads (default 32)" },
 	{ "read-mode", OPT_SPECIAL, 0, 0, 0,
 	  "MODE      cache hits: direct, buffered or splice (default direct)" },
+	{ "passthrough", OPT_SPECIAL, 0, 0, 0,
+	  "MODE    auto (complete cached files read by the kernel directly, root only) or off (default auto)" },
 	{ "evict", OPT_STR, O(evict), 0, 0,
 	  "POLICY        auto (epoch lists, else heat), heat or lru (default auto)" },
 	{ "heat-half-life", OPT_UINT, O(heat_half_life_s), 1, 0xffffffffU,
@@ -116,6 +118,7 @@ void conf_init(struct fusefs_conf *cf)
 	cf->connect_timeout_s = 15;
 	cf->max_threads = 32;
 	cf->read_mode = READ_DIRECT;
+	cf->passthrough = true;
 	cf->evict = strdup("auto");
 	cf->heat_half_life_s = 7 * 86400;
 	cf->log_level = LOG_INFO;
@@ -243,6 +246,13 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 			cf->read_mode = READ_SPLICE;
 		else
 			return bad(o->name, val, "direct, buffered or splice");
+	} else if (!strcmp(o->name, "passthrough")) {
+		if (!strcmp(val, "auto"))
+			cf->passthrough = true;
+		else if (!strcmp(val, "off"))
+			cf->passthrough = false;
+		else
+			return bad(o->name, val, "auto or off");
 	} else if (!strcmp(o->name, "log-level")) {
 		int l = log_parse_level(val);
 

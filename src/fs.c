@@ -15,6 +15,7 @@
 #include "bdi.h"
 #include "fs_internal.h"
 #include "log.h"
+#include "passthrough.h"
 
 #define DIR_TIMEOUT	3600.0
 #define READ_AHEAD_KB	4096
@@ -294,6 +295,34 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 }
 
 /*
+ * The mode of this open: a backing id > 0 when the kernel is to read the
+ * cache file itself (passthrough.h), else 0.  Only files whose every
+ * chunk is on disk and verified qualify; the file's chunks from an
+ * earlier run are verified here, on this thread (local disk only).
+ */
+static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce)
+{
+	struct cache_ident ci;
+	int fd = -1, id;
+
+	if (!passthrough_active(fs->pt))
+		return 0;
+	if (cache_is_complete(fs->d->cache, ce))
+		fd = cache_passthrough_fd(fs->d->cache, ce);
+	id = passthrough_acquire(fs->pt, ino, fd < 0 ? -1 : fd);
+	if (id > 0) {
+		cache_ident(ce, &ci);
+		/* the reads are the kernel's now: count the file as read */
+		stat_inc(fs->d->st, passthrough_opens);
+		stat_add(fs->d->st, passthrough_bytes, ci.size);
+		stat_inc(fs->d->st, hits);
+		stat_add(fs->d->st, bytes_from_cache, ci.size);
+		cache_note_read(fs->d->cache, ce, ci.size);
+	}
+	return id;
+}
+
+/*
  * The rest of an open, once nsmgr says the attributes it has may be used:
  * the cache entry of that version, the reply.  On a worker, or on a
  * re-check thread for a parked open.
@@ -304,8 +333,8 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 	struct centry *ce;
 	struct ns_attr a;
 	bool changed;
+	int rc, backing;
 	char *key;
-	int rc;
 
 	rc = nsmgr_file(fs->d->nm, ino, &a, &key);
 	if (rc) {
@@ -325,8 +354,14 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 	 * change (a re-check or a re-listing, on a background thread).
 	 */
 	fi->keep_cache = !changed;
+	fi->noflush = 1;	/* nothing to flush: no FLUSH per close */
+	backing = open_passthrough(fs, ino, ce);
+	if (backing > 0)
+		passthrough_mark_reply(backing);
 	if (fuse_reply_open(req, fi)) {
 		/* interrupted: no release will come for this open */
+		passthrough_mark_reply(0);
+		passthrough_release(fs->pt, ino);
 		fetch_close(fs->d->fetch, ce);
 		return;
 	}
@@ -461,6 +496,7 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 		fs_ctl_release(req, fi);
 		return;
 	}
+	passthrough_release(fs->pt, ino);
 	fetch_close(fs->d->fetch, (struct centry *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
@@ -583,6 +619,9 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 		free(real);
 		goto out_signals;
 	}
+	/* before the loop, so the INIT reply can ask for passthrough */
+	passthrough_setup(&fs.pt, fs.se, cf->passthrough ? PASSTHROUGH_AUTO :
+			  PASSTHROUGH_OFF);
 	if (bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
 		log_warn("cannot raise the read-ahead window of %s", real);
 	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
@@ -619,5 +658,6 @@ out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
+	passthrough_destroy(fs.pt);
 	return rc;
 }

@@ -83,25 +83,42 @@ def test_eight_concurrent_readers_cold(mounter, sized):
 
 
 def rewrite(path, data):
-    """rewrite in place (same inode): size and mtime change"""
+    """rewrite in place (same inode): content, size and mtime change. Never
+    through a truncation to 0: a background re-check could see that
+    moment, a version of the file that is empty."""
     st = os.stat(path)
-    with open(path, "wb") as f:
+    with open(path, "r+b") as f:
         f.write(data)
+        f.truncate(len(data))
     # a coarse clock could keep the mtime: make sure it moves
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
 
 def test_rewritten_file_served_after_revalidate(mounter, src):
+    # --revalidate 0: every open re-checks (parked, never blocking a worker)
     put(src, {"rw/obj": b"A" * 5000})
-    m = mounter("--revalidate", "1")
+    m = mounter("--revalidate", "0")
     assert read_uncached(m.path("rw/obj")) == b"A" * 5000
     v1 = os.getxattr(m.path("rw/obj"), "user.fusefs.version")
     rewrite(src / "rw/obj", b"B" * 7000)
-    time.sleep(1.5)
     with open(m.path("rw/obj"), "rb") as f:
         assert f.read() == b"B" * 7000
     assert os.getxattr(m.path("rw/obj"), "user.fusefs.version") != v1
     assert m.stats()["stale_objects"] == 1
+
+
+def test_stale_while_revalidate(mounter, src):
+    # --revalidate N > 0: an open past N s is answered at once from what is
+    # known and re-checked in the background; a later open sees the change
+    put(src, {"rw/obj": b"A" * 5000})
+    m = mounter("--revalidate", "1")
+    assert read_uncached(m.path("rw/obj")) == b"A" * 5000
+    rewrite(src / "rw/obj", b"B" * 7000)
+    time.sleep(1.5)
+    first = read_uncached(m.path("rw/obj"))
+    assert first in (b"A" * 5000, b"B" * 7000)          # never a mix
+    assert wait_for(lambda: read_uncached(m.path("rw/obj")) == b"B" * 7000, timeout=10)
+    assert m.stats()["revalidations"] >= 1
 
 
 def test_file_changed_under_an_open_handle_is_never_mixed(mounter, src):
