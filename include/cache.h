@@ -124,9 +124,6 @@ bool cache_is_open(struct cache *c, const struct centry *ce);
 int cache_claim(struct cache *c, struct centry *ce, uint32_t n);
 /* cache_chunk_state() - chunk @n's state, unchanged; -ESTALE, -ERANGE */
 int cache_chunk_state(struct cache *c, const struct centry *ce, uint32_t n);
-/* cache_range_present() - chunks @n0..@n1 all PRESENT (a plain hit) */
-bool cache_range_present(struct cache *c, const struct centry *ce,
-			 uint32_t n0, uint32_t n1);
 /*
  * cache_store_chunk() - write claimed chunk @n (@cb, checksum @sum) of
  * @ce to disk and index it: PRESENT on success.  Asks the policy for room

@@ -553,19 +553,6 @@ int cache_claim(struct cache *c, struct centry *ce, uint32_t n)
 	return st;
 }
 
-bool cache_range_present(struct cache *c, const struct centry *ce,
-			 uint32_t n0, uint32_t n1)
-{
-	bool ok = n1 < ce->nchunks;
-	uint32_t n;
-
-	pthread_mutex_lock(&c->lock);
-	for (n = n0; n <= n1 && ok; n++)
-		ok = ce->state[n] == CH_PRESENT;
-	pthread_mutex_unlock(&c->lock);
-	return ok;
-}
-
 void cache_abandon(struct cache *c, struct centry *ce, uint32_t n)
 {
 	pthread_mutex_lock(&c->lock);

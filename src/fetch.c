@@ -157,9 +157,12 @@ static int64_t now_ms(void)
 	return now_us() / 1000;
 }
 
+/* the fields, never the struct's bytes: padding is not copied reliably */
 static uint64_t id_key(const struct chunk_id *id)
 {
-	return hash64(id, sizeof(*id), 0x6368756e6bULL);
+	const uint64_t v[3] = { id->fid, id->gen, id->n };
+
+	return hash64(v, sizeof(v), 0x6368756e6bULL);
 }
 
 static uint64_t inflight_key(const void *item)
@@ -169,13 +172,7 @@ static uint64_t inflight_key(const void *item)
 
 static struct chunk_id chunk_of(const struct cache_ident *ci, uint32_t n)
 {
-	struct chunk_id id;
-
-	memset(&id, 0, sizeof(id));	/* hashed whole, padding included */
-	id.fid = ci->fid;
-	id.gen = ci->gen;
-	id.n = n;
-	return id;
+	return (struct chunk_id){ .fid = ci->fid, .gen = ci->gen, .n = n };
 }
 
 static struct inflight *inflight_find_locked(struct fetcher *f,
@@ -407,7 +404,8 @@ static void preq_finish(struct fetcher *f, struct preq *pr)
 }
 
 /*
- * Verify the first UNVERIFIED chunk of @n0..@n1 not in memory, if any.
+ * Verify the first UNVERIFIED chunk of @n0..@n1, if any: once none is
+ * left, none comes back (a chunk is UNVERIFIED only after a restart).
  * Return: 1 one was looked at (look again), 0 none, -errno.
  */
 static int verify_one(struct fetcher *f, struct centry *ce,
@@ -417,17 +415,11 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 	uint32_t n;
 	int rc, st = CH_ABSENT;
 
-	pthread_mutex_lock(&f->lock);
 	for (n = n0; n <= n1; n++) {
-		struct chunk_id id = chunk_of(ci, n);
-
-		if (mem_chunk_locked(f, &id))
-			continue;
 		st = cache_chunk_state(f->c, ce, n);
 		if (st == CH_UNVERIFIED || st < 0)
 			break;
 	}
-	pthread_mutex_unlock(&f->lock);
 	if (st < 0)
 		return st;
 	if (n > n1)
@@ -502,7 +494,6 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	cache_note_read(f->c, ce, len);
 
 	tries = 0;
-again:
 	/* chunks from an earlier run are checked before anything is served */
 	while ((rc = verify_one(f, ce, &ci, n0, n1)) == 1)
 		if (++tries > 16)
@@ -534,8 +525,8 @@ again:
 		if (st == CH_PRESENT)
 			continue;
 		if (st < 0 || st == CH_UNVERIFIED) {
-			/* replaced meanwhile, or a chunk went back to be checked */
-			rc = st < 0 ? st : -EAGAIN;
+			/* replaced meanwhile (verify_one() left none unchecked) */
+			rc = st < 0 ? st : -EIO;
 			break;
 		}
 		in = inflight_find_locked(f, &id);
@@ -578,12 +569,8 @@ again:
 		serve(f, ce, off, len, n0, nn, bufs, done, arg);
 		return 0;
 	}
-	for (i = 0; i < nn; i++) {
+	for (i = 0; i < nn; i++)
 		chunkbuf_put(bufs[i]);
-		bufs[i] = NULL;
-	}
-	if (rc == -EAGAIN && ++tries <= 16)
-		goto again;
 	return rc;
 }
 
