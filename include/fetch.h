@@ -51,6 +51,12 @@ struct fetcher;
 
 int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 		 const struct fusefs_conf *cf, struct stats *st);
+/*
+ * fetch_drain() - wait until no backend read is in flight (each is bounded
+ * by the op timeout and the retries), so that no late answer reaches a
+ * FUSE session that is going away.
+ */
+void fetch_drain(struct fetcher *f);
 /* fetch_destroy() - waits for backend reads in flight, then frees. */
 void fetch_destroy(struct fetcher *f);
 

@@ -784,6 +784,15 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 	return 0;
 }
 
+void fetch_drain(struct fetcher *f)
+{
+	while (atomic_load(&f->inflight)) {
+		struct timespec d = { 0, 10 * 1000000L };
+
+		nanosleep(&d, NULL);
+	}
+}
+
 void fetch_destroy(struct fetcher *f)
 {
 	int i;
@@ -791,11 +800,7 @@ void fetch_destroy(struct fetcher *f)
 	if (!f)
 		return;
 	/* reads in flight complete (bounded by the op timeout and retries) */
-	while (atomic_load(&f->inflight)) {
-		struct timespec d = { 0, 10 * 1000000L };
-
-		nanosleep(&d, NULL);
-	}
+	fetch_drain(f);
 	for (i = 0; i < COMPLETION_THREADS; i++)
 		bgthread_stop(f->threads[i]);
 	memchunks_release(&f->mem);

@@ -650,6 +650,8 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	rc = rc < 0 ? rc : 0;
 	/* the hooks use the session and this frame: no more of them */
 	nsmgr_stop(d->nm);
+	/* parked reads are answered while the session still exists */
+	fetch_drain(d->fetch);
 	log_info("unmounting %s", real);
 out_unmount:
 	fuse_session_unmount(fs.se);

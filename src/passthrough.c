@@ -86,7 +86,7 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *ud)
 	ssize_t r = read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
-	if (r >= (ssize_t)(sizeof(*in) + offsetof(struct fuse_init_in, flags2) +
+	if (pt && r >= (ssize_t)(sizeof(*in) + offsetof(struct fuse_init_in, flags2) +
 			   sizeof(uint32_t)) &&
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *ii = (const void *)(in + 1);
@@ -147,7 +147,7 @@ static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *ud)
 	struct passthrough *pt = the_pt;
 	const struct fuse_out_header *out = iov[0].iov_base;
 
-	if (count >= 1 && iov[0].iov_len >= sizeof(*out)) {
+	if (pt && count >= 1 && iov[0].iov_len >= sizeof(*out)) {
 		if (pt->init_unique && out->unique == pt->init_unique)
 			patch_init(pt, iov, count);
 		else if (tl_backing_id > 0)
