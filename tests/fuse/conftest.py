@@ -30,6 +30,19 @@ def src(tmp_path):
 
 
 @pytest.fixture
+def sized(src):
+    """files of the sizes at chunk boundaries (0, 1, chunk-1, chunk,
+    chunk+1 and a big one), written to the source: {name: bytes}"""
+    from checks import rnd
+    from util import CHUNK, put
+    sizes = {"zero": 0, "one": 1, "chunk_minus_1": CHUNK - 1, "chunk": CHUNK,
+             "chunk_plus_1": CHUNK + 1, "big": 5 * CHUNK + 12345}
+    data = {name: rnd(n, i) for i, (name, n) in enumerate(sizes.items())}
+    put(src, data)
+    return data
+
+
+@pytest.fixture
 def mounter(tmp_path, src):
     """mounter(*args, cache=None, source=None, start=True) -> a started Mount
     of file://SRC (1 MiB chunks unless @args say otherwise); every mount is

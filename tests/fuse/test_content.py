@@ -14,15 +14,6 @@ from checks import (MiB, cached, check_random_reads, concurrent_readers, data_fi
 from mountlib import wait_for
 from util import CHUNK, put, read_uncached
 
-SIZES = {"zero": 0, "one": 1, "chunk_minus_1": CHUNK - 1, "chunk": CHUNK,
-         "chunk_plus_1": CHUNK + 1, "big": 5 * CHUNK + 12345}
-
-
-@pytest.fixture
-def sized(src):
-    data = {name: rnd(n, i) for i, (name, n) in enumerate(SIZES.items())}
-    put(src, data)
-    return data
 
 
 def test_sizes_whole_and_random_offsets(mounter, sized):

@@ -11,14 +11,11 @@ import subprocess
 import tempfile
 import time
 
-import pytest
 
-from checks import MiB, cached, data_files, flip_cached_byte, rnd
+from checks import cached, flip_cached_byte, rnd
 from mountlib import wait_for
 from util import CHUNK, put, read_uncached
 
-SIZES = {"zero": 0, "one": 1, "chunk_minus_1": CHUNK - 1, "chunk": CHUNK,
-         "chunk_plus_1": CHUNK + 1, "big": 3 * CHUNK + 12345}
 
 
 def blocks(n):
@@ -45,13 +42,6 @@ def until_passthrough(m, name, data):
 def ctl_write(m, name, data):
     with open(os.path.join(m.mnt, ".fusefs", name), "wb") as f:
         f.write(data)
-
-
-@pytest.fixture
-def sized(src):
-    data = {name: rnd(n, i) for i, (name, n) in enumerate(SIZES.items())}
-    put(src, data)
-    return data
 
 
 def test_complete_files_are_read_by_the_kernel(mounter, sized):
