@@ -521,6 +521,30 @@ static int64_t checker_tick(void *arg)
 	}
 }
 
+/*
+ * lock_file() - read-lock the tree, find file @ino in it and take
+ * check_lock; *@r is the file's re-check entry or NULL.  unlock_file()
+ * drops both.  Return: 0 (locked), -ENOENT or -EISDIR (nothing locked).
+ */
+static int lock_file(struct nsmgr *nm, uint64_t ino, const struct ns_node **n,
+		     struct recheck **r)
+{
+	*n = ns_get(nsmgr_rdlock(nm), ino);
+	if (!*n || (*n)->is_dir) {
+		nsmgr_unlock(nm);
+		return *n ? -EISDIR : -ENOENT;
+	}
+	pthread_mutex_lock(&nm->check_lock);
+	*r = htab_get(&nm->checks, ino);
+	return 0;
+}
+
+static void unlock_file(struct nsmgr *nm)
+{
+	pthread_mutex_unlock(&nm->check_lock);
+	nsmgr_unlock(nm);
+}
+
 int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
 		     bool *parked)
 {
@@ -529,19 +553,13 @@ int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
 	const struct ns_node *n;
 	struct recheck *r;
 	struct ns_attr a;
-	struct ns *ns;
-	int rc = 0;
+	int rc;
 
 	*parked = false;
-	ns = nsmgr_rdlock(nm);
-	n = ns_get(ns, ino);
-	if (!n || n->is_dir) {
-		nsmgr_unlock(nm);
-		return n ? -EISDIR : -ENOENT;
-	}
-	ns_attr_get(ns, n, &a);
-	pthread_mutex_lock(&nm->check_lock);
-	r = htab_get(&nm->checks, ino);
+	rc = lock_file(nm, ino, &n, &r);
+	if (rc)
+		return rc;
+	ns_attr_get(nm->ns, n, &a);
 	checked = r && r->gone ? r->gone_checked : a.checked;
 	if (revalidate == 0 || (r && r->forced)) {
 		/* what is known is not worth answering with: wait */
@@ -572,8 +590,7 @@ int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
 		if (r && r->gone)
 			rc = -ENOENT;
 	}
-	pthread_mutex_unlock(&nm->check_lock);
-	nsmgr_unlock(nm);
+	unlock_file(nm);
 	wake(c);
 	return rc;
 }
@@ -583,27 +600,20 @@ int nsmgr_file(struct nsmgr *nm, uint64_t ino, struct ns_attr *a,
 {
 	const struct ns_node *n;
 	struct recheck *r;
-	struct ns *ns;
-	int rc = 0;
+	int rc;
 
-	ns = nsmgr_rdlock(nm);
-	n = ns_get(ns, ino);
-	if (!n || n->is_dir) {
-		nsmgr_unlock(nm);
-		return n ? -EISDIR : -ENOENT;
-	}
-	pthread_mutex_lock(&nm->check_lock);
-	r = htab_get(&nm->checks, ino);
-	if (r && r->gone)
+	rc = lock_file(nm, ino, &n, &r);
+	if (rc)
+		return rc;
+	if (r && r->gone) {
 		rc = -ENOENT;
-	pthread_mutex_unlock(&nm->check_lock);
-	if (!rc) {
-		ns_attr_get(ns, n, a);
+	} else {
+		ns_attr_get(nm->ns, n, a);
 		*key = strdup(n->key);
 		if (!*key)
 			rc = -ENOMEM;
 	}
-	nsmgr_unlock(nm);
+	unlock_file(nm);
 	return rc;
 }
 
@@ -614,24 +624,20 @@ void nsmgr_stale_cb(void *arg, uint64_t ino)
 	const struct ns_node *n;
 	struct recheck *r;
 
-	n = ns_get(nsmgr_rdlock(nm), ino);
-	if (n && !n->is_dir) {
-		pthread_mutex_lock(&nm->check_lock);
-		r = get_locked(nm, n);
-		if (r) {
-			r->forced = true;
-			r->forced_seq++;
-			if (r->running)
-				r->again = true;
-			else if (!r->queued)
-				c = enqueue_locked(nm, r);
-		} else {
-			log_err("cannot queue a re-check of '%s': out of memory",
-				n->key);
-		}
-		pthread_mutex_unlock(&nm->check_lock);
+	if (lock_file(nm, ino, &n, &r))
+		return;		/* not a file of the current tree */
+	r = get_locked(nm, n);
+	if (r) {
+		r->forced = true;
+		r->forced_seq++;
+		if (r->running)
+			r->again = true;
+		else if (!r->queued)
+			c = enqueue_locked(nm, r);
+	} else {
+		log_err("cannot queue a re-check of '%s': out of memory", n->key);
 	}
-	nsmgr_unlock(nm);
+	unlock_file(nm);
 	wake(c);
 }
 
