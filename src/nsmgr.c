@@ -26,6 +26,7 @@ struct recheck {
 	bool again;			/* run once more: asked during this run */
 	bool forced;			/* a read found it changed: opens wait */
 	unsigned forced_seq;		/* counts nsmgr_stale_cb() calls */
+	bool inval_due;			/* the kernel was not told of a change */
 	bool gone;			/* the last answer was "no such object" */
 	int64_t gone_checked;		/* when (wall clock, like ns_attr) */
 	struct nsmgr_wait *waiters;	/* parked opens for the next run */
@@ -399,7 +400,7 @@ static struct recheck *get_locked(struct nsmgr *nm, const struct ns_node *n)
 /* drop @r if nothing refers to it any more (check_lock held) */
 static void put_locked(struct nsmgr *nm, struct recheck *r)
 {
-	if (r->queued || r->running || r->gone || r->waiters)
+	if (r->queued || r->running || r->gone || r->waiters || r->forced)
 		return;
 	htab_del(&nm->checks, r->ino);
 	free(r->key);
@@ -479,7 +480,8 @@ static int64_t checker_tick(void *arg)
 		struct nsmgr_wait *w, *next;
 		struct recheck *r;
 		unsigned seq;
-		bool changed, gone;
+		uint64_t ino;
+		bool changed, gone, forced, inval;
 		int err;
 
 		pthread_mutex_lock(&nm->check_lock);
@@ -490,21 +492,34 @@ static int64_t checker_tick(void *arg)
 		}
 		w = r->waiters;		/* later arrivals wait for a later run */
 		r->waiters = NULL;
+		ino = r->ino;		/* @r may be freed once unlocked below */
 		seq = r->forced_seq;
+		forced = r->forced;
 		gone = r->gone;
 		pthread_mutex_unlock(&nm->check_lock);
 
 		changed = check_one(nm, r, &gone);
-		if (changed)
-			nm->hooks.on_change(nm->hooks.arg, r->ino);
 
 		pthread_mutex_lock(&nm->check_lock);
 		r->running = false;
 		r->gone = gone;
 		if (gone)
 			r->gone_checked = time(NULL);
-		if (r->forced_seq == seq)
-			r->forced = false;	/* this run saw the change */
+		inval = changed || r->inval_due;
+		if (inval && forced && !w && !r->waiters) {
+			/*
+			 * Asked by a read of the old version, no open waits:
+			 * the kernel keeps that reader's size (it gets EIO,
+			 * not an early EOF); the next open waits for a run
+			 * that tells the kernel (forced stays set).
+			 */
+			r->inval_due = true;
+			inval = false;
+		} else {
+			r->inval_due = false;
+			if (r->forced_seq == seq)
+				r->forced = false;	/* this run saw it */
+		}
 		if (r->again || r->waiters) {
 			r->again = false;
 			wake(enqueue_locked(nm, r));
@@ -513,6 +528,9 @@ static int64_t checker_tick(void *arg)
 		}
 		pthread_mutex_unlock(&nm->check_lock);
 
+		/* before the parked opens are answered: they see the new version */
+		if (inval)
+			nm->hooks.on_change(nm->hooks.arg, ino);
 		err = gone ? -ENOENT : 0;
 		for (; w; w = next) {
 			next = w->next;
