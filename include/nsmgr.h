@@ -20,8 +20,12 @@
  * version (or ENOENT).  An open must wait for the re-check instead
  * (parked, see nsmgr_open_check()) when `revalidate` is 0, or when a read
  * found the object changed (nsmgr_stale_cb()): then the attributes known
- * are not worth answering with.  No caller ever waits on the backend:
- * waits are parked requests answered from a re-check thread.
+ * are not worth answering with.  A change found by a re-check that a
+ * failed read asked for, with no open waiting, is not passed on to the
+ * kernel at once (that reader keeps its file size and gets EIO, not an
+ * early EOF): the next open waits for a re-check that passes it on.  No
+ * caller ever waits on the backend: waits are parked requests answered
+ * from a re-check thread.
  *
  * Locks: the tree's rwlock, then the re-check lock (a leaf); hooks and
  * nsmgr_wait.done() are called with neither held.

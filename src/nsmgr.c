@@ -26,6 +26,7 @@ struct recheck {
 	bool again;			/* run once more: asked during this run */
 	bool forced;			/* a read found it changed: opens wait */
 	unsigned forced_seq;		/* counts nsmgr_stale_cb() calls */
+	bool inval_due;			/* the kernel was not told of a change */
 	bool gone;			/* the last answer was "no such object" */
 	int64_t gone_checked;		/* when (wall clock, like ns_attr) */
 	struct nsmgr_wait *waiters;	/* parked opens for the next run */
@@ -399,7 +400,7 @@ static struct recheck *get_locked(struct nsmgr *nm, const struct ns_node *n)
 /* drop @r if nothing refers to it any more (check_lock held) */
 static void put_locked(struct nsmgr *nm, struct recheck *r)
 {
-	if (r->queued || r->running || r->gone || r->waiters)
+	if (r->queued || r->running || r->gone || r->waiters || r->forced)
 		return;
 	htab_del(&nm->checks, r->ino);
 	free(r->key);
@@ -479,7 +480,8 @@ static int64_t checker_tick(void *arg)
 		struct nsmgr_wait *w, *next;
 		struct recheck *r;
 		unsigned seq;
-		bool changed, gone;
+		uint64_t ino;
+		bool changed, gone, forced, inval;
 		int err;
 
 		pthread_mutex_lock(&nm->check_lock);
@@ -490,21 +492,34 @@ static int64_t checker_tick(void *arg)
 		}
 		w = r->waiters;		/* later arrivals wait for a later run */
 		r->waiters = NULL;
+		ino = r->ino;		/* @r may be freed once unlocked below */
 		seq = r->forced_seq;
+		forced = r->forced;
 		gone = r->gone;
 		pthread_mutex_unlock(&nm->check_lock);
 
 		changed = check_one(nm, r, &gone);
-		if (changed)
-			nm->hooks.on_change(nm->hooks.arg, r->ino);
 
 		pthread_mutex_lock(&nm->check_lock);
 		r->running = false;
 		r->gone = gone;
 		if (gone)
 			r->gone_checked = time(NULL);
-		if (r->forced_seq == seq)
-			r->forced = false;	/* this run saw the change */
+		inval = changed || r->inval_due;
+		if (inval && forced && !w && !r->waiters) {
+			/*
+			 * Asked by a read of the old version, no open waits:
+			 * the kernel keeps that reader's size (it gets EIO,
+			 * not an early EOF); the next open waits for a run
+			 * that tells the kernel (forced stays set).
+			 */
+			r->inval_due = true;
+			inval = false;
+		} else {
+			r->inval_due = false;
+			if (r->forced_seq == seq)
+				r->forced = false;	/* this run saw it */
+		}
 		if (r->again || r->waiters) {
 			r->again = false;
 			wake(enqueue_locked(nm, r));
@@ -513,12 +528,39 @@ static int64_t checker_tick(void *arg)
 		}
 		pthread_mutex_unlock(&nm->check_lock);
 
+		/* before the parked opens are answered: they see the new version */
+		if (inval)
+			nm->hooks.on_change(nm->hooks.arg, ino);
 		err = gone ? -ENOENT : 0;
 		for (; w; w = next) {
 			next = w->next;
 			w->done(w, err);
 		}
 	}
+}
+
+/*
+ * lock_file() - read-lock the tree, find file @ino in it and take
+ * check_lock; *@r is the file's re-check entry or NULL.  unlock_file()
+ * drops both.  Return: 0 (locked), -ENOENT or -EISDIR (nothing locked).
+ */
+static int lock_file(struct nsmgr *nm, uint64_t ino, const struct ns_node **n,
+		     struct recheck **r)
+{
+	*n = ns_get(nsmgr_rdlock(nm), ino);
+	if (!*n || (*n)->is_dir) {
+		nsmgr_unlock(nm);
+		return *n ? -EISDIR : -ENOENT;
+	}
+	pthread_mutex_lock(&nm->check_lock);
+	*r = htab_get(&nm->checks, ino);
+	return 0;
+}
+
+static void unlock_file(struct nsmgr *nm)
+{
+	pthread_mutex_unlock(&nm->check_lock);
+	nsmgr_unlock(nm);
 }
 
 int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
@@ -529,19 +571,13 @@ int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
 	const struct ns_node *n;
 	struct recheck *r;
 	struct ns_attr a;
-	struct ns *ns;
-	int rc = 0;
+	int rc;
 
 	*parked = false;
-	ns = nsmgr_rdlock(nm);
-	n = ns_get(ns, ino);
-	if (!n || n->is_dir) {
-		nsmgr_unlock(nm);
-		return n ? -EISDIR : -ENOENT;
-	}
-	ns_attr_get(ns, n, &a);
-	pthread_mutex_lock(&nm->check_lock);
-	r = htab_get(&nm->checks, ino);
+	rc = lock_file(nm, ino, &n, &r);
+	if (rc)
+		return rc;
+	ns_attr_get(nm->ns, n, &a);
 	checked = r && r->gone ? r->gone_checked : a.checked;
 	if (revalidate == 0 || (r && r->forced)) {
 		/* what is known is not worth answering with: wait */
@@ -572,8 +608,7 @@ int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
 		if (r && r->gone)
 			rc = -ENOENT;
 	}
-	pthread_mutex_unlock(&nm->check_lock);
-	nsmgr_unlock(nm);
+	unlock_file(nm);
 	wake(c);
 	return rc;
 }
@@ -583,27 +618,20 @@ int nsmgr_file(struct nsmgr *nm, uint64_t ino, struct ns_attr *a,
 {
 	const struct ns_node *n;
 	struct recheck *r;
-	struct ns *ns;
-	int rc = 0;
+	int rc;
 
-	ns = nsmgr_rdlock(nm);
-	n = ns_get(ns, ino);
-	if (!n || n->is_dir) {
-		nsmgr_unlock(nm);
-		return n ? -EISDIR : -ENOENT;
-	}
-	pthread_mutex_lock(&nm->check_lock);
-	r = htab_get(&nm->checks, ino);
-	if (r && r->gone)
+	rc = lock_file(nm, ino, &n, &r);
+	if (rc)
+		return rc;
+	if (r && r->gone) {
 		rc = -ENOENT;
-	pthread_mutex_unlock(&nm->check_lock);
-	if (!rc) {
-		ns_attr_get(ns, n, a);
+	} else {
+		ns_attr_get(nm->ns, n, a);
 		*key = strdup(n->key);
 		if (!*key)
 			rc = -ENOMEM;
 	}
-	nsmgr_unlock(nm);
+	unlock_file(nm);
 	return rc;
 }
 
@@ -614,24 +642,20 @@ void nsmgr_stale_cb(void *arg, uint64_t ino)
 	const struct ns_node *n;
 	struct recheck *r;
 
-	n = ns_get(nsmgr_rdlock(nm), ino);
-	if (n && !n->is_dir) {
-		pthread_mutex_lock(&nm->check_lock);
-		r = get_locked(nm, n);
-		if (r) {
-			r->forced = true;
-			r->forced_seq++;
-			if (r->running)
-				r->again = true;
-			else if (!r->queued)
-				c = enqueue_locked(nm, r);
-		} else {
-			log_err("cannot queue a re-check of '%s': out of memory",
-				n->key);
-		}
-		pthread_mutex_unlock(&nm->check_lock);
+	if (lock_file(nm, ino, &n, &r))
+		return;		/* not a file of the current tree */
+	r = get_locked(nm, n);
+	if (r) {
+		r->forced = true;
+		r->forced_seq++;
+		if (r->running)
+			r->again = true;
+		else if (!r->queued)
+			c = enqueue_locked(nm, r);
+	} else {
+		log_err("cannot queue a re-check of '%s': out of memory", n->key);
 	}
-	nsmgr_unlock(nm);
+	unlock_file(nm);
 	wake(c);
 }
 
