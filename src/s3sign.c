@@ -31,6 +31,9 @@ size_t s3_uri_encode(const char *in, size_t len, bool keep_slash, char *out,
 				out[o] = '%';
 				out[o + 1] = hex[c >> 4];
 				out[o + 2] = hex[c & 15];
+			} else if (o < cap) {
+				/* truncated: no later byte fits either */
+				out[o] = '\0';
 			}
 			o += 3;
 		}

@@ -39,6 +39,12 @@ static void test_uri_encode(void)
 	CHECK_INT(s3_uri_encode("abcdefghij", 10, false, small, sizeof(small)),
 		  ==, 10);
 	CHECK_INT(strlen(small), ==, 7);
+	/* fuzz_s3sign: a %XX that did not fit left unwritten bytes in the
+	 * string; a truncated result is a prefix of the full one */
+	memset(small, 'X', sizeof(small));
+	CHECK_INT(s3_uri_encode("abcdef/", 7, false, small, sizeof(small)),
+		  ==, 9);
+	CHECK_STR(small, "abcdef");
 }
 
 static void test_query_canon(void)
