@@ -81,7 +81,8 @@ int s3_query_canon(const struct s3_param *p, size_t n, char *out, size_t cap)
 	for (i = 0; i < n; i++) {
 		size_t kl = strlen(e[i].k), vl = strlen(e[i].v);
 
-		if (o + kl + vl + 3 > cap) {
+		/* "&" (not before the first), "k=v" and the NUL */
+		if (o + (i > 0) + kl + 1 + vl + 1 > cap) {
 			rc = -ENOSPC;
 			goto out;
 		}
