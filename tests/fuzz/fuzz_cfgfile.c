@@ -65,7 +65,7 @@ static size_t line_len(const struct walk *w, int line)
 }
 
 /*
- * Known bug, see tests/fuzz/crashes/cfgfile/README: a line of 200 bytes
+ * Known bug, see tests/fuzz/crashes/README.md: a line of 200 bytes
  * or more (inih's INI_MAX_LINE, parsed by cfgfile.c's long_entry()) looks
  * for the '=' past an inline comment, so "name ;c = v" is accepted with
  * the name "name ;c" where inih rejects the short line.  Tolerated unless
