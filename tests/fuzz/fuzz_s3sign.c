@@ -10,8 +10,9 @@
  * Invariants (include/s3sign.h):
  *  - s3_uri_encode() matches an independent encoder byte for byte and
  *    returns its length whatever @cap is;
- *  - with a short @cap it writes at most @cap bytes, NUL-terminated,
- *    and what it wrote is a prefix of the full encoding;
+ *  - with a short @cap (the ends and a few input-dependent sizes) it
+ *    writes at most @cap bytes, NUL-terminated, and what it wrote is a
+ *    prefix of the full encoding;
  *  - s3_query_canon() rejects more than 16 parameters with -EINVAL;
  *    otherwise the result is "k=v" pairs joined by '&', one per
  *    parameter, each key followed by '=', sorted by encoded key and then
@@ -29,6 +30,7 @@
 #define KEY_ENC_MAX	1024	/* s3sign.c's struct enc */
 #define VAL_ENC_MAX	2048
 #define SENTINEL	0xa5
+#define NCAPS		10	/* short buffers tried per encoding */
 
 static bool unreserved(uint8_t c)
 {
@@ -55,9 +57,31 @@ static char *ref_encode(const uint8_t *in, size_t len, bool keep_slash,
 	return out;
 }
 
+/* encode into exactly @cap bytes: a NUL-terminated prefix of @want */
+static void check_short(const uint8_t *in, size_t len, bool keep_slash,
+			const char *want, size_t want_len, size_t cap)
+{
+	char *out = malloc(cap ? cap : 1);
+	size_t got, n;
+
+	FUZZ_CHECK(out != NULL, "out of memory");
+	memset(out, SENTINEL, cap ? cap : 1);
+	got = s3_uri_encode((const char *)in, len, keep_slash, out, cap);
+	FUZZ_CHECK(got == want_len, "cap %zu: length %zu, want %zu", cap, got,
+		   want_len);
+	if (cap) {
+		n = strnlen(out, cap);
+		FUZZ_CHECK(n < cap, "cap %zu: not NUL-terminated", cap);
+		FUZZ_CHECK(!memcmp(out, want, n),
+			   "cap %zu: wrote '%.*s', not a prefix of '%s'", cap,
+			   (int)n, out, want);
+	}
+	free(out);
+}
+
 static void check_uri_encode(const uint8_t *in, size_t len, bool keep_slash)
 {
-	size_t want_len, got, cap;
+	size_t want_len, got, caps[NCAPS], i;
 	char *want = ref_encode(in, len, keep_slash, &want_len);
 	char *out = malloc(want_len + 1);
 
@@ -68,25 +92,24 @@ static void check_uri_encode(const uint8_t *in, size_t len, bool keep_slash)
 		   "encoded to %zu bytes '%s', want %zu '%s'", got, out,
 		   want_len, want);
 	free(out);
-	/* short buffers, each of exactly @cap bytes so ASan sees overflows */
-	for (cap = 0; cap <= want_len && cap <= 64; cap++) {
-		out = malloc(cap ? cap : 1);
-		FUZZ_CHECK(out != NULL, "out of memory");
-		memset(out, SENTINEL, cap ? cap : 1);
-		got = s3_uri_encode((const char *)in, len, keep_slash, out,
-				    cap);
-		FUZZ_CHECK(got == want_len, "cap %zu: length %zu, want %zu",
-			   cap, got, want_len);
-		if (cap) {
-			size_t n = strnlen(out, cap);
+	/*
+	 * Short buffers, each of exactly @cap bytes so ASan sees overflows:
+	 * the smallest, the ends (cutting into the last %XX) and a few that
+	 * depend on the input, so mutations move them around.
+	 */
+	caps[0] = 0;
+	caps[1] = 1;
+	caps[2] = 2;
+	caps[3] = want_len > 2 ? want_len - 2 : 0;
+	caps[4] = want_len > 1 ? want_len - 1 : 0;
+	caps[5] = want_len;
+	for (i = 6; i < NCAPS; i++) {
+		size_t pick = len ? in[(i * 7) % len] * (i + 1) : 0;
 
-			FUZZ_CHECK(n < cap, "cap %zu: not NUL-terminated", cap);
-			FUZZ_CHECK(!memcmp(out, want, n),
-				   "cap %zu: wrote '%.*s', not a prefix of '%s'",
-				   cap, (int)n, out, want);
-		}
-		free(out);
+		caps[i] = pick % (want_len + 1);
 	}
+	for (i = 0; i < NCAPS; i++)
+		check_short(in, len, keep_slash, want, want_len, caps[i]);
 	free(want);
 }
 
