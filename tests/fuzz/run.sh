@@ -39,6 +39,9 @@ fi
 # the last value of "stat::NAME: N" or of " NAME: N" in a libFuzzer log
 stat() { grep -ao "$1: *[0-9]*" "$2" | tail -n 1 | grep -o '[0-9]*$'; }
 
+# the line of a log that says what went wrong
+what='invariant|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error'
+
 fail=0
 start=$SECONDS
 for t in "$@"; do
@@ -57,9 +60,12 @@ for t in "$@"; do
 		crashes=(tests/fuzz/crashes/"$t"/*)
 		if [[ -e ${crashes[0]} ]] &&
 		   ! "$bin" "${crashes[@]}" >"$log" 2>&1; then
-			echo "fuzz_$t: FAILED: a committed reproducer in tests/fuzz/crashes/$t/ crashes again"
-			grep -a -m1 'Running:' "$log" | tail -n 1
-			tail -n 30 "$log"
+			unit=$(grep -a 'Running: ' "$log" | tail -n 1)
+			unit=${unit#Running: }
+			echo "fuzz_$t: FAILED: a committed reproducer fails again, log $log"
+			grep -a -m1 -E "$what" "$log"
+			echo "  reproducer: $unit"
+			echo "  replay:     $bin $unit"
 			fail=1
 			continue
 		fi
@@ -77,11 +83,11 @@ for t in "$@"; do
 		unit=$(grep -ao 'Test unit written to .*' "$log" | tail -n 1)
 		unit=${unit#Test unit written to }
 		echo "fuzz_$t: FAILED (exit $rc), log $log"
-		grep -a -m1 -E 'invariant|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error' "$log"
+		grep -a -m1 -E "$what" "$log"
 		if [[ -n $unit ]]; then
 			echo "  reproducer: $unit"
 			echo "  replay:     $bin $unit"
-			echo "  minimize:   $bin -minimize_crash=1 -runs=10000 $unit"
+			echo "  minimize:   $bin -minimize_crash=1 -runs=10000 -exact_artifact_path=$unit.min $unit"
 		else
 			tail -n 20 "$log"
 		fi
