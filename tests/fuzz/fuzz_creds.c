@@ -5,7 +5,8 @@
  * the file's contents; the code reads it by path, from a memfd.
  *
  * Invariants (include/creds.h):
- *  - creds_load() returns 0, -ENOENT or -EINVAL;
+ *  - creds_load() returns 0, -ENOENT or -EINVAL, and after a failure
+ *    holds no secret or token (the caller only wipes after success);
  *  - on success the access key and secret are non-empty, every field is
  *    NUL-terminated inside its array, and "from" names the file and the
  *    profile;
@@ -61,6 +62,10 @@ static void load(const char *path, const char *profile)
 		   "a field is not terminated");
 	FUZZ_CHECK(!leaks(msgs, c.secret) && !leaks(msgs, c.token),
 		   "a secret was printed: %s", msgs);
+	/* a failed load leaves no secret behind for the caller to wipe */
+	if (rc)
+		FUZZ_CHECK(!c.secret[0] && !c.token[0],
+			   "rc %d left a secret in the result", rc);
 	if (rc == 0) {
 		FUZZ_CHECK(c.access[0] && c.secret[0], "empty key accepted");
 		FUZZ_CHECK(mlen == 0, "success printed '%s'", msgs);
