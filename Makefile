@@ -78,14 +78,59 @@ bench-open: all
 	/usr/bin/python3 bench/open.py --bin $(BIN) $(BENCH_OPEN_ARGS)
 .PHONY: bench-open
 
+# libFuzzer targets (tests/fuzz/README.md): clang with ASan+UBSan, each
+# target linked from its harness and only the modules it exercises
+FUZZ_CC      ?= clang-14
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 120
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign
+FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
+               $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+               $(shell pkg-config --cflags libxml-2.0 inih libxxhash)
+FUZZ_OBJS_lists   = lists htab pathmap
+FUZZ_OBJS_s3list  = s3list
+FUZZ_OBJS_pathmap = pathmap
+FUZZ_OBJS_recfmt  = recfmt hash
+FUZZ_OBJS_cfgfile = cfgfile conf log
+FUZZ_OBJS_creds   = creds cfgfile conf log
+FUZZ_OBJS_s3sign  = s3sign
+FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0)
+FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
+FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
+FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
+FUZZ_BINS    = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(foreach t,$(FUZZ_TARGETS),$(eval $(FUZZ_BUILD)/fuzz_$(t): \
+	$(FUZZ_BUILD)/tests/fuzz/fuzz_$(t).o $(FUZZ_OBJS_$(t):%=$(FUZZ_BUILD)/src/%.o)))
+$(FUZZ_BUILD)/fuzz_%:
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(FUZZ_LIBS_$*)
+
+fuzz-build: $(FUZZ_BINS)
+
+# FUZZ_SECONDS per target; the corpus grows in $(FUZZ_BUILD)/corpus/, never in git
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# the committed crashes/ reproducers, then FUZZ_SMOKE_SECONDS per target
+# on a throwaway copy of the corpus (scripts/test.sh runs this)
+fuzz-smoke: fuzz-build
+	tests/fuzz/run.sh --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs
 	install -d $(DESTDIR)/sbin
 	ln -sf $(SBINDIR)/fusefs $(DESTDIR)/sbin/mount.fuse.fusefs
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san $(FUZZ_BUILD)
 
-.PHONY: all unit check test bench install clean
+.PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:

@@ -7,6 +7,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential pkg-config
+  clang-14 libclang-rt-14-dev       # make fuzz, fuzz-smoke (libFuzzer)
   fuse3 libfuse3-dev
   librados-dev
   liblmdb-dev lmdb-utils

@@ -14,6 +14,7 @@ echo "== build =="
 make -j"$(nproc)"
 echo "== unit tests =="
 make unit
+echo "== fuzz smoke (tests/fuzz, ~2.5 min) =="; make -j"$(nproc)" fuzz-smoke
 echo "== FUSE tests (file:// sources) =="
 tests/run-fuse.sh build/bin/fusefs
 echo "== integration tests =="

@@ -49,6 +49,7 @@ static int from_file(const char *file, const char *profile,
 	if (!w.found || !out->access[0] || !out->secret[0]) {
 		fprintf(stderr, "fusefs: credentials file %s has no complete profile [%s]\n",
 			file, profile);
+		creds_wipe(out);	/* half a profile may hold a secret */
 		return -ENOENT;
 	}
 	snprintf(out->from, sizeof(out->from), "%s [%s]", file, profile);

@@ -78,7 +78,7 @@ static int get_version(const uint8_t *p, size_t len, size_t at, char *v)
 {
 	size_t vl = get_le(p + 2, 2);
 
-	if (vl >= NS_VERSION_MAX || at + vl != len)
+	if (vl >= NS_VERSION_MAX || at + vl != len || memchr(p + at, '\0', vl))
 		return -EINVAL;
 	memcpy(v, p + at, vl);
 	v[vl] = '\0';

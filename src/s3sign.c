@@ -31,6 +31,9 @@ size_t s3_uri_encode(const char *in, size_t len, bool keep_slash, char *out,
 				out[o] = '%';
 				out[o + 1] = hex[c >> 4];
 				out[o + 2] = hex[c & 15];
+			} else if (o < cap) {
+				/* truncated: no later byte fits either */
+				out[o] = '\0';
 			}
 			o += 3;
 		}
@@ -78,7 +81,8 @@ int s3_query_canon(const struct s3_param *p, size_t n, char *out, size_t cap)
 	for (i = 0; i < n; i++) {
 		size_t kl = strlen(e[i].k), vl = strlen(e[i].v);
 
-		if (o + kl + vl + 3 > cap) {
+		/* "&" (not before the first), "k=v" and the NUL */
+		if (o + (i > 0) + kl + 1 + vl + 1 > cap) {
 			rc = -ENOSPC;
 			goto out;
 		}

@@ -88,6 +88,25 @@ static void test_attr_heat(void)
 	CHECK(version_gen("1", 10) == version_gen("1", 10));
 }
 
+/* fuzz_recfmt: a NUL inside the stored version was accepted, and the
+ * record read back as a shorter version than it holds */
+static void test_version_with_nul(void)
+{
+	struct file_rec r = { .size = 7 }, out;
+	struct ns_attr a = { .size = 7 }, ao;
+	uint8_t buf[ATTR_REC_MAX];
+	size_t n;
+
+	strcpy(r.version, "abcde");
+	n = file_rec_encode(buf, &r);
+	buf[n - 3] = '\0';		/* "ab\0de" */
+	CHECK_INT(file_rec_decode(buf, n, &out), ==, -EINVAL);
+	strcpy(a.version, "x");
+	n = attr_rec_encode(buf, &a);
+	buf[n - 1] = '\0';
+	CHECK_INT(attr_rec_decode(buf, n, &ao), ==, -EINVAL);
+}
+
 static void test_sizes(void)
 {
 	uint64_t v;
@@ -167,6 +186,7 @@ int main(void)
 	TEST(test_chunk_rec);
 	TEST(test_keys_sort);
 	TEST(test_attr_heat);
+	TEST(test_version_with_nul);
 	TEST(test_sizes);
 	TEST(test_conf);
 	TEST(test_htab);

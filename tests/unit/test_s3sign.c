@@ -39,6 +39,12 @@ static void test_uri_encode(void)
 	CHECK_INT(s3_uri_encode("abcdefghij", 10, false, small, sizeof(small)),
 		  ==, 10);
 	CHECK_INT(strlen(small), ==, 7);
+	/* fuzz_s3sign: a %XX that did not fit left unwritten bytes in the
+	 * string; a truncated result is a prefix of the full one */
+	memset(small, 'X', sizeof(small));
+	CHECK_INT(s3_uri_encode("abcdef/", 7, false, small, sizeof(small)),
+		  ==, 9);
+	CHECK_STR(small, "abcdef");
 }
 
 static void test_query_canon(void)
@@ -58,6 +64,10 @@ static void test_query_canon(void)
 
 		s3_query_canon(v, 1, out, sizeof(out));
 		CHECK_STR(out, "acl=");		/* valueless keeps its '=' */
+		/* fuzz_s3sign: an exact fit was refused (-ENOSPC) */
+		CHECK_INT(s3_query_canon(v, 1, out, 5), ==, 4);
+		CHECK_STR(out, "acl=");
+		CHECK_INT(s3_query_canon(v, 1, out, 4), ==, -ENOSPC);
 	}
 }
 
