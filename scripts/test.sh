@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine (as root):
 # installs dependencies, builds, runs the C unit tests, the FUSE tests over
-# file:// sources and the integration tests against a throwaway Ceph
+# file:// sources, a short run of the fuzzers (tests/fuzz) and the
+# integration tests against a throwaway Ceph
 # cluster, then all of it again under AddressSanitizer +
 # UndefinedBehaviorSanitizer.
 set -euo pipefail

@@ -74,6 +74,9 @@ static bool long_entry(struct each *e, char *p)
 		return true;
 	if (!*sep || *p == '[')
 		return false;
+	for (c = p + 1; c < sep; c++)	/* as inih: " ;" starts a comment */
+		if (*c == ';' && isspace((unsigned char)c[-1]))
+			return false;
 	*sep = '\0';
 	for (c = sep + 1; *c; c++)
 		if (*c == ';' && isspace((unsigned char)c[-1])) {

@@ -53,29 +53,6 @@ static bool has_comment(const char *s)
 	return false;
 }
 
-/* bytes in line @line (from 1) of the input */
-static size_t line_len(const struct walk *w, int line)
-{
-	const uint8_t *p = w->data, *end = w->data + w->size, *nl;
-
-	while (--line > 0 && (nl = memchr(p, '\n', end - p)))
-		p = nl + 1;
-	nl = memchr(p, '\n', end - p);
-	return (nl ? nl : end) - p;
-}
-
-/*
- * Known bug, see tests/fuzz/crashes/README.md: a line of 200 bytes
- * or more (inih's INI_MAX_LINE, parsed by cfgfile.c's long_entry()) looks
- * for the '=' past an inline comment, so "name ;c = v" is accepted with
- * the name "name ;c" where inih rejects the short line.  Tolerated unless
- * FUZZ_STRICT is set, so that fuzz-smoke stays green until it is fixed.
- */
-static bool known_long_line_comment(const struct walk *w, int line)
-{
-	return !getenv("FUZZ_STRICT") && line_len(w, line) >= 200;
-}
-
 static int on_line(void *arg, const char *section, const char *name,
 		   const char *value, int line)
 {
@@ -93,8 +70,7 @@ static int on_line(void *arg, const char *section, const char *name,
 	if (!name)
 		return 0;
 	FUZZ_CHECK(!strpbrk(name, "=:"), "name '%s' holds a separator", name);
-	FUZZ_CHECK(!has_comment(name) || known_long_line_comment(w, line),
-		   "name '%s' holds a comment", name);
+	FUZZ_CHECK(!has_comment(name), "name '%s' holds a comment", name);
 	FUZZ_CHECK(!has_comment(value), "value '%s' holds a comment", value);
 	FUZZ_CHECK(!edge_space(name) && !edge_space(value),
 		   "untrimmed '%s' = '%s'", name, value);
