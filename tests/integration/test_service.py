@@ -375,7 +375,9 @@ def test_sigterm_while_a_read_waits_on_the_backend(ceph, tmp_path, daemons):
     finally:
         ceph.osd_thaw()
     t.join(30)
-    assert result.get("errno") in (errno.ENOTCONN, errno.EIO), result
+    # ECONNABORTED: the read was answered after the loop closed its device
+    # fds (fusefs answers parked reads before the session goes, never after)
+    assert result.get("errno") in (errno.ENOTCONN, errno.EIO, errno.ECONNABORTED), result
     assert not in_proc_mounts(mnt)
 
 
