@@ -412,7 +412,10 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	fetch_on_stale(fetch, (void (*)(void *, uint64_t))nsmgr_force_check, nm);
 	lists = lists_create();
-	if (!lists || prefetch_create(&pf, lists, nm, cache, fetch))
+	if (!lists)
+		goto out;
+	lists_set_idle(lists, cf.list_idle_s);
+	if (prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;
 	ctl = ctl_create(&(struct ctl_deps){ .st = &st, .cache = cache,
 		.nm = nm, .lists = lists, .pf = pf });
