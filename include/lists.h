@@ -39,13 +39,15 @@
  * open a little out of order; unread files between low and high are
  * still needed now.  An open further ahead is a jump: low moves up so
  * the file is in the window, and the unread files it passes are skipped.
- * Opening a file that the current epoch no longer holds unread (read
- * already, not re-opened just now, or not in it) and that the first
- * queued epoch holds near its start makes that epoch current, and the
- * old epoch's unread files between low and high are remembered as
- * stragglers of slow workers, not opens of the new epoch.  An open is
- * first matched to the lists that expect it (a straggler, in order, a
- * repeat); only if none does it may advance or move another list.
+ * Opening a file that the current epoch does not expect (read already
+ * and not re-opened just now, skipped, not in it, or unread beyond the
+ * window) and that the first queued epoch holds within the window of
+ * its start makes that epoch current; the old epoch's unread files
+ * between low and high are remembered as stragglers of slow workers, not
+ * opens of the new epoch.  An open is first matched to the lists that
+ * expect it (a straggler, in order, a repeat); only if none does it may
+ * advance a list, and only if none advances is it a jump.  A stray
+ * re-read far from any reader's position changes nothing.
  *
  * Next use (lists_next_use(), the minimum over active lists, in files):
  * an unread file of the current epoch at or after low is used in

@@ -822,19 +822,16 @@ static bool expected(const struct lists *l, struct rlist *r, uint64_t fid,
 	return is_read(e, x->idx) && x->idx + repeat_window(l, e) >= e->high;
 }
 
-/* @fid in the first queued epoch, within @near files of its start */
-static const struct ent *queued_head(const struct lists *l,
-				     const struct rlist *r, uint64_t fid,
-				     bool near)
+/* is @fid in the first queued epoch, within the window of its start */
+static bool queued_head(const struct lists *l, const struct rlist *r,
+			uint64_t fid)
 {
 	const struct ent *x;
 
 	if (!r->nq)
-		return NULL;
+		return false;
 	x = htab_get(&r->q[0]->by_fid, fid);
-	if (x && near && x->idx >= ooo_window(l, r->q[0]))
-		return NULL;
-	return x;
+	return x && x->idx < ooo_window(l, r->q[0]);
 }
 
 /* the reader of @r started its next epoch with @fid */
@@ -861,23 +858,20 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready)
 		}
 	/* 2. readers that started their next epoch */
 	for (i = 0; i < l->n && !claimed; i++)
-		if (queued_head(l, l->l[i], fid, true)) {
+		if (queued_head(l, l->l[i], fid)) {
 			open_advancing(l, l->l[i], fid, ready);
 			l->l[i]->active_ms = now;
 			advanced = true;
 		}
-	/* 3. nobody expected it: a jump ahead, or a new pass */
+	/* 3. nobody expected it: a jump ahead (a stray re-read is nothing) */
 	for (i = 0; i < l->n && !claimed && !advanced; i++) {
 		struct rlist *r = l->l[i];
 		struct ent *x = r->cur ? htab_get(&r->cur->by_fid, fid) : NULL;
 
-		if (x && unread_ahead(r->cur, x))
+		if (x && unread_ahead(r->cur, x)) {
 			open_current(l, r, x, ready);
-		else if (queued_head(l, r, fid, false))
-			open_advancing(l, r, fid, ready);
-		else
-			continue;
-		r->active_ms = now;
+			r->active_ms = now;
+		}
 	}
 	pthread_mutex_unlock(&l->lock);
 }
@@ -1054,11 +1048,11 @@ void list_report_print(const struct list_report *r, FILE *f)
 			fprintf(f, " (first at line %" PRIu64 ")", r->first_line[k]);
 		fputc('\n', f);
 	}
-	fprintf(f, "headers %" PRIu64 "\nlist_epoch %" PRId64 "\n", r->headers,
-		r->epoch);
+	fprintf(f, "max_file_bytes %" PRIu64 "\nheaders %" PRIu64
+		"\nlist_epoch %" PRId64 "\n", r->max_size, r->headers, r->epoch);
 	if (r->begin)
-		fprintf(f, "begin %" PRId64 " at %" PRIu64 "\n", r->begin_epoch,
-			r->begin_at);
+		fprintf(f, "begin_epoch %" PRId64 "\nbegin_at %" PRIu64 "\n",
+			r->begin_epoch, r->begin_at);
 	fprintf(f, "outcome %s\ncurrent_epoch %" PRId64 "\n",
 		list_outcome_name(r->outcome), r->current);
 }

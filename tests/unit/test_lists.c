@@ -683,8 +683,9 @@ static void test_headers(void)
 	f = open_memstream(&text, &len);
 	list_report_print(&rep, f);
 	fclose(f);
-	CHECK(strstr(text, "\nheaders 2\nlist_epoch 3\nbegin 3 at 2\n"
-		     "outcome current\ncurrent_epoch 3\n") != NULL);
+	CHECK(strstr(text, "\nmax_file_bytes 4\nheaders 2\nlist_epoch 3\n"
+		     "begin_epoch 3\nbegin_at 2\noutcome current\n"
+		     "current_epoch 3\n") != NULL);
 	free(text);
 	/* not headers: paths (unknown here), so old lists keep working */
 	CHECK_INT(publish(l, "b", "# epoch x\n", &rep), ==, -EINVAL);
@@ -900,9 +901,14 @@ static void test_out_of_order_outside_window(void)
 	CHECK_INT(lists_next_use(l, F(3)), ==, 20 - 7 - 1 + 3);	/* epoch 1 */
 	CHECK_STR(window(l, 0, 5), "f7 f8 f9 f11 f12");
 	CHECK_INT(LEFT(l, "a"), ==, 12);
-	/* a skipped file opened later: taken as the start of a new pass */
+	/* a skipped file opened later, far from epoch 1's head: nothing */
 	lists_note_open(l, F(5), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 0);
+	CHECK_INT(LOW(l, "a"), ==, 7);
+	/* f0, read long ago, at the head of epoch 1: the next pass */
+	lists_note_open(l, F(0), true);
 	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(POS(l, "a"), ==, 1);
 	lists_destroy(l);
 }
 
