@@ -13,8 +13,10 @@
  *   # begin N		epoch N begins now (this list's number if omitted)
  *   # begin N at K	... and its first K files were already read (resume)
  * Anything else is a path, so old lists and datasets with names starting
- * with '#' keep working.  A text with a begin header and no path is a
- * begin alone.  The begin acts before the list is placed.
+ * with '#' keep working.  A text with a begin header and no path line
+ * (blank lines aside) is a begin alone; path lines that are all refused
+ * refuse the whole text, begin included.  The begin acts before the list
+ * is placed.
  *
  * Numbers.  A list without "# epoch" takes the number after the current
  * epoch's (0 for a fresh list) and replaces whatever was queued, as
@@ -142,9 +144,10 @@ void lists_set_clock(struct lists *l, lists_clock_fn now_ms, void *arg);
 /*
  * lists_publish() - parse @len bytes of @text (headers, then one path per
  * line) into list @name, as described above.  Nothing changes unless at
- * least one path was accepted or a begin header was given; *@rep says
- * what happened to every line and to the list either way.
- * Return: 0, -EINVAL (bad name, or neither a path nor a begin), -ESTALE
+ * least one path was accepted, or a begin header came without path
+ * lines; *@rep says what happened to every line and to the list either
+ * way.  Return: 0, -EINVAL (bad name, or no usable path and no begin
+ * alone), -ESTALE
  * (an epoch older than the current one), -EBUSY (the queue is full),
  * -ENOSPC (too many lists), -ENOMEM.
  */

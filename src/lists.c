@@ -595,8 +595,10 @@ static int64_t begin(struct rlist *r, int64_t no, uint64_t at)
 }
 
 /*
- * @e replaces the current epoch (same number): the files read stay read,
- * whatever their new places, and the reader is where the furthest is.
+ * @e replaces the current epoch (same number): the files the reader
+ * passed (read, or below low: skipped or before a resume point) stay
+ * passed, whatever their new places, and the position is one past the
+ * furthest of them.
  */
 static void replace_current(const struct lists *l, struct rlist *r,
 			    struct epoch *e)
@@ -607,7 +609,7 @@ static void replace_current(const struct lists *l, struct rlist *r,
 	for (i = 0; i < old->n; i++) {
 		struct ent *x;
 
-		if (!is_read(old, i))
+		if (i >= old->low && !is_read(old, i))
 			continue;
 		x = htab_get(&e->by_fid, old->ents[i].fid);
 		if (x) {
@@ -749,7 +751,9 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 	rc = parse(text, len, resolve, arg, rep, &e);
 	if (rc)
 		return rc;
-	if (!e && !rep->begin)
+	/* a begin alone has no path line; paths all refused change nothing */
+	if (!e && (!rep->begin || rep->lines > rep->headers +
+				 rep->rejected[LR_EMPTY]))
 		return -EINVAL;
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);

@@ -697,10 +697,16 @@ static void test_headers(void)
 	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 7);
 	CHECK_INT(rep.epoch, ==, LIST_NO_EPOCH);
 	CHECK(!rep.begin);
+	/* a begin with paths that are all refused: nothing happens */
+	CHECK_INT(publish(l, "d", "# begin 2\n\nnosuch\n", &rep), ==, -EINVAL);
+	CHECK_INT(lists_count(l), ==, 2);
+	CHECK_INT(publish(l, "d", "# begin 2\n\n\r\n", &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_BEGUN);
+	CHECK_INT(lists_count(l), ==, 3);
 	/* a number alone is no command: nothing to publish */
 	CHECK_INT(publish(l, "c", "# epoch 5\n", &rep), ==, -EINVAL);
 	CHECK_INT(rep.headers, ==, 1);
-	CHECK_INT(lists_count(l), ==, 2);
+	CHECK_INT(lists_count(l), ==, 3);
 	/* CRLF and blanks around the words; "begin at K" is the next epoch */
 	CHECK_INT(publish(l, "c", "#\tepoch  9 \r\n# begin at 1\r\nf1\r\nf2\r\n",
 			  &rep), ==, 0);
@@ -841,6 +847,14 @@ static void test_resume(void)
 	CHECK_INT(lists_next_use(l, F(5)), ==, 1);	/* to be read again */
 	CHECK_INT(lists_next_use(l, F(1)), ==, NEVER);	/* before the resume */
 	CHECK_STR(window(l, 0, 3), "f4 f5 f6");
+	/* a new helper process: begin and the list in one write */
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n# begin at 7\n", 0, 10, &rep),
+		  ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_REPLACED);
+	CHECK_INT(POS(l, "a"), ==, 7);
+	CHECK_INT(LOW(l, "a"), ==, 7);
+	CHECK_INT(lists_next_use(l, F(6)), ==, NEVER);
+	CHECK_STR(window(l, 0, 3), "f7 f8 f9");
 	/* a restart from an older checkpoint: back to epoch 1, then its list */
 	CHECK_INT(lists_begin(l, "a", 1, 3), ==, 0);
 	CHECK_INT(FILES(l, "a"), ==, 0);
