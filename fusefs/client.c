@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -276,7 +275,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 {
 	bool tty = isatty(STDERR_FILENO);
 	time_t start = time(NULL), last_change = start;
-	struct progress p, last = { .lead_files = -1 };
+	struct progress p = { .state = "" }, last = { .lead_files = -1 };
 	long long errors0 = -1;
 	char rel[128];
 	int rc;
@@ -285,18 +284,12 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 	for (;;) {
 		time_t now;
 
-		if (!sample(root, rel, &p)) {
+		if (!sample(root, rel, &p) || p.files <= 0) {
 			rc = 1;
-			fprintf(stderr, "fusefs: cannot read list %s\n", name);
 			break;
 		}
 		if (errors0 < 0)
 			errors0 = p.backend_errors;
-		if (p.files <= 0) {
-			fprintf(stderr, "fusefs: list %s has no current epoch (%s)\n",
-				name, p.state[0] ? p.state : "none");
-			return 1;
-		}
 		if (tty)
 			draw_bar(&p);
 		if (p.lead_files >= p.remaining) {
@@ -327,9 +320,13 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 		}
 		usleep(200 * 1000);
 	}
-	if (tty)
-		fputc('\n', stderr);
+	if (tty && errors0 >= 0)
+		fputc('\n', stderr);	/* after the bar */
 	switch (rc) {
+	case 1:
+		fprintf(stderr, "fusefs: list %s has no current epoch (%s)\n",
+			name, p.state[0] ? p.state : "not published");
+		break;
 	case WAIT_READY:
 		fprintf(stderr, "fusefs: list %s ready: %lld files ahead of position %lld cached\n",
 			name, p.remaining, p.position);
@@ -885,9 +882,8 @@ bool client_wants_json(int argc, char **argv)
 
 int cmd_stats_json(int argc, char **argv)
 {
+	char real[PATH_MAX], root[PATH_MAX], *buf;
 	const char *mnt = NULL;
-	ssize_t len;
-	char *buf;
 	int i;
 
 	for (i = 0; i < argc; i++) {
@@ -900,22 +896,16 @@ int cmd_stats_json(int argc, char **argv)
 	if (!mnt)
 		return stats_usage();
 	/* the mount point itself, as the text form (readiness probes) */
-	len = getxattr(mnt, "user.fusefs.stats", NULL, 0);
-	if (len < 0) {
-		fprintf(stderr, "fusefs: %s is not a fusefs mount (%s)\n", mnt,
-			strerror(errno));
+	if (!realpath(mnt, real) || find_root(mnt, root, sizeof(root)) ||
+	    strcmp(real, root)) {
+		fprintf(stderr, "fusefs: %s is not a fusefs mount\n", mnt);
 		return 1;
 	}
-	buf = malloc(len + 4097);
-	if (!buf)
-		return 1;
-	len = getxattr(mnt, "user.fusefs.stats", buf, len + 4096);
-	if (len < 0) {
+	buf = ctl_read(root, "stats");
+	if (!buf) {
 		fprintf(stderr, "fusefs: %s: %s\n", mnt, strerror(errno));
-		free(buf);
 		return 1;
 	}
-	buf[len] = '\0';
 	json_stats(stdout, buf);
 	free(buf);
 	return 0;

@@ -181,6 +181,7 @@ class _Publisher:
     def __init__(self, mount, name, strict):
         self.mount, self.name, self.strict = mount, name, strict
         self.warned = set()
+        self.published = set()      # epochs whose list fusefs has
         self.enabled = True
         if not is_fusefs(mount):
             self._fail(NotFusefs(2, f"{mount} is not a fusefs mount root"))
@@ -196,6 +197,7 @@ class _Publisher:
                         " for list %s", str(err).splitlines()[0], self.name)
 
     def send(self, paths=(), epoch=None, begin=False, begin_epoch=None, at=0):
+        """one write; the list's status text, or None if it failed"""
         if not self.enabled:
             return None
         try:
@@ -204,6 +206,23 @@ class _Publisher:
         except OSError as e:
             self._fail(e)
             return None
+
+    def begin(self, epoch, at, paths_of):
+        """@epoch begins at @at: a begin alone if fusefs has its list (the
+        begin acts first: a restarted job may go back to an earlier epoch),
+        else the list (paths_of(epoch)) with the begin in one write"""
+        if epoch in self.published:
+            st = self.send(begin=True, begin_epoch=epoch, at=at)
+            if st is not None and "\nstate waiting\n" not in st:
+                return
+        if self.send(paths_of(epoch), epoch=epoch, begin=True, at=at) is not None:
+            self.published.add(epoch)
+
+    def queue(self, epoch, paths_of):
+        """publish @epoch's list ahead of time, once"""
+        if epoch not in self.published and \
+                self.send(paths_of(epoch), epoch=epoch) is not None:
+            self.published.add(epoch)
 
 
 def _unique(paths):
@@ -243,7 +262,6 @@ class PrefetchingSampler(_SamplerBase):
         self.start = 0
         self._pub = _Publisher(mount, self.name, strict)
         self._orders = {}           # epoch -> indices, the last few
-        self._published = set()     # epochs whose list fusefs has
         self._begun = None          # the epoch begun and not yet iterated
         self._iterated = False
         self._yielded = 0
@@ -290,22 +308,15 @@ class PrefetchingSampler(_SamplerBase):
 
     # -- telling fusefs -----------------------------------------------------
 
+    def _paths_of(self, epoch):
+        return self._paths(self.order(epoch))
+
     def _begin(self, epoch, start):
-        """Epoch @epoch begins at @start: begin first (a restarted job may go
-        back to an earlier epoch), publishing the list if fusefs lacks it."""
-        order = self.order(epoch)
-        if epoch in self._published:
-            st = self._pub.send(begin=True, begin_epoch=epoch, at=start)
-            if st is not None and "\nstate waiting\n" not in st:
-                return
-        self._pub.send(self._paths(order), epoch=epoch, begin=True, at=start)
-        self._published.add(epoch)
+        self._pub.begin(epoch, start, self._paths_of)
 
     def _publish_next(self, epoch):
-        if not (self.publish_next and self.predictable()) or epoch in self._published:
-            return
-        if self._pub.send(self._paths(self.order(epoch)), epoch=epoch) is not None:
-            self._published.add(epoch)
+        if self.publish_next and self.predictable():
+            self._pub.queue(epoch, self._paths_of)
 
     def set_epoch(self, epoch, start=0):
         """Like DistributedSampler.set_epoch(); also publishes this epoch's
@@ -382,7 +393,6 @@ class ShardList:
         self.world_size = world_size or _world_size_or(1)
         self.name = name or (f"rank{rank}" if rank is not None else list_name())
         self._pub = _Publisher(mount, self.name, strict)
-        self._published = set()
 
     def order(self, epoch):
         """This rank's shards of @epoch, relative to the mount."""
@@ -391,17 +401,9 @@ class ShardList:
     def epoch(self, epoch, start=0):
         """Begin @epoch (its first @start shards already read) and return its
         shards as paths under the mount, from @start on."""
-        order = self.order(epoch)
-        st = None
-        if epoch in self._published:
-            st = self._pub.send(begin=True, begin_epoch=epoch, at=start)
-        if st is None or "\nstate waiting\n" in st:
-            if self._pub.send(order, epoch=epoch, begin=True, at=start) is not None:
-                self._published.add(epoch)
-        if epoch + 1 not in self._published:
-            if self._pub.send(self.order(epoch + 1), epoch=epoch + 1) is not None:
-                self._published.add(epoch + 1)
-        return [os.path.join(self.mount, s) for s in order[start:]]
+        self._pub.begin(epoch, start, self.order)
+        self._pub.queue(epoch + 1, self.order)
+        return [os.path.join(self.mount, s) for s in self.order(epoch)[start:]]
 
 
 def _rank_or(default):
