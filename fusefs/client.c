@@ -306,7 +306,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 			errors0 = p.backend_errors;
 		}
 		if (now - last_change >= stall_s) {
-			/* the prefetcher stops when the next file does not fit */
+			/* the prefetcher stops where a file does not fit */
 			bool full = p.limit - p.used <
 				    p.max_file + p.limit / 32;
 
@@ -423,7 +423,8 @@ int cmd_prefetch(int argc, char **argv)
 			if (rc < 0 || !parse_num(v, INT32_MAX, &timeout))
 				return prefetch_usage();
 		} else if ((rc = opt_value(argc, argv, &i, "--stall", &v))) {
-			if (rc < 0 || !parse_num(v, INT32_MAX, &stall) || !stall)
+			if (rc < 0 || !parse_num(v, INT32_MAX, &stall) ||
+			    !stall)
 				return prefetch_usage();
 		} else if (!strcmp(argv[i], "--wait")) {
 			wait = true;
@@ -849,7 +850,8 @@ static void json_stats(FILE *f, const char *text)
 			char kbuf[128];
 
 			ll = strcspn(p, "\n");
-			if (!list_line(p, ll, &key, &kl, &name, &nl, &val, &vl) ||
+			if (!list_line(p, ll, &key, &kl, &name, &nl, &val,
+				       &vl) ||
 			    nl != nls[i] || strncmp(name, names[i], nl))
 				continue;
 			snprintf(kbuf, sizeof(kbuf), "%.*s", (int)kl, key);

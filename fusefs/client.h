@@ -10,12 +10,13 @@
 #include <stdbool.h>
 
 /* exit codes of "fusefs prefetch --wait" beyond 0, 1 and 2 (usage) */
-#define WAIT_READY	0	/* every file left to read this epoch is cached */
-#define WAIT_TIMEOUT	3	/* --timeout passed while still prefetching */
-#define WAIT_FULL	4	/* no progress: the cache is full ahead of the
-				 * reader; the rest streams in as it reads */
-#define WAIT_STALLED	5	/* no progress for --stall seconds with room in
-				 * the cache, or with backend errors */
+#define WAIT_READY	0	/* the files left this epoch are cached */
+#define WAIT_TIMEOUT	3	/* --timeout passed, still prefetching */
+#define WAIT_FULL	4	/* no progress: the cache is full ahead of
+				 * the reader; the rest streams in as it
+				 * reads */
+#define WAIT_STALLED	5	/* no progress for --stall seconds with
+				 * room in the cache, or backend errors */
 
 /* each returns the process exit status: 0, 1 (failed) or 2 (usage) */
 int cmd_prefetch(int argc, char **argv);

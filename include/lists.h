@@ -74,7 +74,7 @@
 #define LISTS_MAX		64	/* named lists at once */
 #define LIST_NAME_MAX		64
 #define LIST_LINE_MAX		4096
-#define LIST_QUEUE_MAX		2	/* epochs queued after the current */
+#define LIST_QUEUE_MAX		2	/* queued after the current */
 #define LIST_EPOCH_MAX		((int64_t)1 << 62)
 #define LIST_NO_EPOCH		((int64_t)-1)	/* "no number" in reports, status */
 #define LISTS_WINDOW_DEFAULT	1024	/* out-of-order window, files */

@@ -43,7 +43,7 @@ except Exception:       # not installed, or a broken install: stdlib only
 __all__ = ["publish", "begin", "status", "list_status", "list_name", "is_fusefs",
            "PrefetchingSampler", "ShardList", "shard_order", "publish_shards",
            "FusefsError", "ListRejected", "NotFusefs"]
-__version__ = "0.2.0"
+__version__ = "0.1.0"  # = the fusefs release (packaging/debian/changelog)
 
 log = logging.getLogger("fusefs_prefetch")
 

@@ -465,7 +465,8 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		log_info("list '%s' published (epoch %" PRId64 ", %s): %" PRIu64
 			 " of %" PRIu64 " lines accepted", name,
 			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
-			 list_outcome_name(rep.outcome), rep.accepted, rep.lines);
+			 list_outcome_name(rep.outcome), rep.accepted,
+			 rep.lines);
 		prefetch_published(c->d.pf, rep.max_size);
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",

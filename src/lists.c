@@ -36,7 +36,7 @@ struct rlist {
 	struct epoch *cur;	/* NULL: none yet, or waiting for @want */
 	struct epoch *q[LIST_QUEUE_MAX];	/* queued, by number */
 	unsigned nq;
-	int64_t want;		/* begun but not published, or LIST_NO_EPOCH */
+	int64_t want;		/* begun, unpublished; or LIST_NO_EPOCH */
 	uint32_t want_at;
 	int64_t last_no;	/* number of the latest current epoch */
 	uint64_t *strag;	/* previous epoch's files still in flight, */
@@ -203,7 +203,7 @@ static void mark_read(const struct lists *l, struct epoch *e, uint32_t i,
 {
 	uint32_t w = ooo_window(l, e);
 
-	if (i >= e->low + w)		/* a jump: what it passes is skipped */
+	if (i >= e->low + w)	/* a jump: what it passes is skipped */
 		raise_low(e, i + 1 - w);
 	e->read[i / 64] |= 1ULL << (i % 64);
 	e->read_ahead++;
@@ -579,7 +579,7 @@ static int64_t begin(struct rlist *r, int64_t no, uint64_t at)
 			no = r->last_no + 1;
 	}
 	if (r->cur && r->cur->no == no) {
-		restart(r->cur, at);	/* again from the start, or resumed */
+		restart(r->cur, at);	/* from the start, or resumed */
 		return no;
 	}
 	retire(r);
@@ -898,7 +898,8 @@ uint64_t lists_next_use(void *arg, uint64_t fid)
 		if (r->cur) {
 			x = htab_get(&r->cur->by_fid, fid);
 			if (x && unread_ahead(r->cur, x)) {
-				best = MIN(best, (uint64_t)(x->idx - r->cur->low));
+				best = MIN(best,
+					   (uint64_t)(x->idx - r->cur->low));
 				continue;
 			}
 			base = remaining(r->cur);
@@ -920,7 +921,7 @@ uint64_t lists_next_use(void *arg, uint64_t fid)
 
 struct cursor {
 	const struct rlist *r;
-	int ep;			/* -1: the current epoch, else queue index */
+	int ep;			/* -1: the current epoch, else in q */
 	uint32_t i;
 };
 

@@ -753,7 +753,7 @@ static void test_numbered_queue(void)
 	CHECK_INT(POS(l, "a"), ==, 10);
 	CHECK_INT(LOW(l, "a"), ==, 0);
 	CHECK_INT(lists_next_use(l, F(9)), ==, 0);	/* the one not read */
-	CHECK_INT(lists_next_use(l, F(0)), ==, NEVER);	/* read, not queued */
+	CHECK_INT(lists_next_use(l, F(0)), ==, NEVER);	/* read; not queued */
 	CHECK_INT(lists_next_use(l, F(10)), ==, 1);
 	lists_destroy(l);
 }
