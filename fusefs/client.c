@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* client.c - see client.h */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "compiler.h"
 
 #define EXIT_USAGE	2
 #define CTL		".fusefs"
@@ -100,32 +103,49 @@ static int need_root(const char *path, char *root, size_t len)
 	return 0;
 }
 
-/* write @len bytes to control file @rel under @root; close reports errors */
-static int ctl_write(const char *root, const char *rel, const char *buf,
-		     size_t len)
+/* write all of @len bytes at @buf to @fd; 0 or -errno */
+static int write_all(int fd, const char *buf, size_t len)
 {
-	char path[PATH_MAX + 256];
 	size_t done = 0;
-	int fd, err = 0;
 
-	snprintf(path, sizeof(path), "%s/" CTL "/%s", root, rel);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -errno;
 	while (done < len) {
 		ssize_t w = write(fd, buf + done, len - done);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0) {
-			err = -errno;
-			break;
-		}
+		if (w < 0)
+			return -errno;
 		done += w;
 	}
+	return 0;
+}
+
+/*
+ * write @head (may be NULL) then @len bytes of @buf to control file @rel
+ * under @root; the daemon acts on close(), which reports its errors
+ */
+static int ctl_write2(const char *root, const char *rel, const char *head,
+		      const char *buf, size_t len)
+{
+	char path[PATH_MAX + 256];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/" CTL "/%s", root, rel);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	err = head ? write_all(fd, head, strlen(head)) : 0;
+	if (!err)
+		err = write_all(fd, buf, len);
 	if (close(fd) && !err)
 		err = -errno;
 	return err;
+}
+
+static int ctl_write(const char *root, const char *rel, const char *buf,
+		     size_t len)
+{
+	return ctl_write2(root, rel, NULL, buf, len);
 }
 
 static char *ctl_read(const char *root, const char *rel)
@@ -137,8 +157,8 @@ static char *ctl_read(const char *root, const char *rel)
 	return slurp(path, &len);
 }
 
-/* "key value" lookup in a status text */
-static long long field(const char *text, const char *key)
+/* "key value" lookup in a status text; @def if absent */
+static long long field_or(const char *text, const char *key, long long def)
 {
 	size_t kl = strlen(key);
 	const char *p = text;
@@ -150,88 +170,294 @@ static long long field(const char *text, const char *key)
 		if (p)
 			p++;
 	}
-	return -1;
+	return def;
 }
 
-static int wait_ready(const char *root, const char *name, int timeout_s)
+static long long field(const char *text, const char *key)
 {
-	char rel[128];
+	return field_or(text, key, -1);
+}
+
+/*
+ * opt_value() - is argv[*@i] option @name ("--name VALUE" or
+ * "--name=VALUE")?  1: *@val set, *@i at the value; 0: another word;
+ * -1: @name without a value.
+ */
+static int opt_value(int argc, char **argv, int *i, const char *name,
+		     const char **val)
+{
+	size_t nl = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, nl))
+		return 0;
+	if (a[nl] == '=') {
+		*val = a + nl + 1;
+		return 1;
+	}
+	if (a[nl])
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*val = argv[++*i];
+	return 1;
+}
+
+/* a decimal number in [0, @max] */
+static bool parse_num(const char *s, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* one sample of what --wait watches */
+struct progress {
+	long long files, remaining, position, lead_files, lead_bytes;
+	long long max_file, backend_bytes, backend_errors, used, limit;
+	char state[16];
+};
+
+static bool sample(const char *root, const char *rel, struct progress *p)
+{
+	char *st = ctl_read(root, rel), *stats;
+	const char *s;
+
+	if (!st)
+		return false;
+	p->files = field(st, "files");
+	p->position = field(st, "position");
+	p->lead_files = field(st, "lead_files");
+	p->lead_bytes = field(st, "lead_bytes");
+	p->max_file = field_or(st, "max_file_bytes", 0);
+	/* before epochs were numbered: everything after the position */
+	p->remaining = field_or(st, "remaining", p->files - p->position);
+	s = strstr(st, "\nstate ");
+	snprintf(p->state, sizeof(p->state), "%.*s",
+		 s ? (int)strcspn(s + 7, "\n") : 0, s ? s + 7 : "");
+	free(st);
+	stats = ctl_read(root, "stats");
+	if (!stats)
+		return false;
+	p->backend_bytes = field_or(stats, "bytes_from_backend", 0);
+	p->backend_errors = field_or(stats, "backend_errors", 0);
+	p->used = field_or(stats, "cache_bytes_used", 0);
+	p->limit = field_or(stats, "cache_bytes_limit", 0);
+	free(stats);
+	return true;
+}
+
+static void draw_bar(const struct progress *p)
+{
+	static const char hashes[] = "########################################";
+	const int width = 40;
+	long long want = p->remaining > 0 ? p->remaining : 1;
+	long long ready = p->lead_files < want ? p->lead_files : want;
+
+	fprintf(stderr, "\r[%-*.*s] %lld/%lld files ready ahead of position %lld ",
+		width, (int)(ready * width / want), hashes, ready,
+		p->remaining, p->position);
+}
+
+/*
+ * wait_ready() - until every file the reader of list @name has still to
+ * open in this epoch is cached.  Return: WAIT_READY, WAIT_TIMEOUT,
+ * WAIT_FULL, WAIT_STALLED or 1 (the list went away or has no epoch).
+ */
+static int wait_ready(const char *root, const char *name, long long timeout_s,
+		      long long stall_s)
+{
+	bool tty = isatty(STDERR_FILENO);
 	time_t start = time(NULL), last_change = start;
-	long long last_lead = -1;
+	struct progress p = { .state = "" }, last = { .lead_files = -1 };
+	long long errors0 = -1;
+	char rel[128];
+	int rc;
 
 	snprintf(rel, sizeof(rel), "lists/%s", name);
 	for (;;) {
-		char *st = ctl_read(root, rel);
-		long long files, pos, lead;
-		int width = 40, fill;
+		time_t now;
 
-		if (!st)
-			return 1;
-		files = field(st, "files");
-		pos = field(st, "position");
-		lead = field(st, "lead_files");
-		free(st);
-		if (files <= 0)
-			return 1;
-		fill = (int)((pos + lead) * width / files);
-		fprintf(stderr, "\r[%-*.*s] %lld/%lld files ready ahead of position %lld",
-			width, fill, "########################################",
-			pos + lead, files, pos);
-		if (pos + lead >= files) {
-			fputc('\n', stderr);
-			return 0;
+		if (!sample(root, rel, &p) || p.files <= 0) {
+			rc = 1;
+			break;
 		}
-		if (lead != last_lead) {
-			last_lead = lead;
-			last_change = time(NULL);
+		if (errors0 < 0)
+			errors0 = p.backend_errors;
+		if (tty)
+			draw_bar(&p);
+		if (p.lead_files >= p.remaining) {
+			rc = WAIT_READY;
+			break;
 		}
-		if (time(NULL) - last_change > 10 ||
-		    (timeout_s && time(NULL) - start > timeout_s)) {
-			fprintf(stderr, "\nfusefs: prefetch stopped growing "
-				"(cache full ahead of the reader)\n");
-			return 0;
+		now = time(NULL);
+		if (p.lead_files != last.lead_files ||
+		    p.lead_bytes != last.lead_bytes ||
+		    p.position != last.position ||
+		    p.backend_bytes != last.backend_bytes) {
+			last = p;
+			last_change = now;
+			errors0 = p.backend_errors;
+		}
+		if (now - last_change >= stall_s) {
+			/* the prefetcher stops where a file does not fit */
+			bool full = p.limit - p.used <
+				    p.max_file + p.limit / 32;
+
+			rc = full && p.backend_errors == errors0 ?
+			     WAIT_FULL : WAIT_STALLED;
+			break;
+		}
+		if (timeout_s && now - start >= timeout_s) {
+			rc = WAIT_TIMEOUT;
+			break;
 		}
 		usleep(200 * 1000);
+	}
+	if (tty && errors0 >= 0)
+		fputc('\n', stderr);	/* after the bar */
+	switch (rc) {
+	case 1:
+		fprintf(stderr, "fusefs: list %s has no current epoch (%s)\n",
+			name, p.state[0] ? p.state : "not published");
+		break;
+	case WAIT_READY:
+		fprintf(stderr, "fusefs: list %s ready: %lld files ahead of position %lld cached\n",
+			name, p.remaining, p.position);
+		break;
+	case WAIT_TIMEOUT:
+		fprintf(stderr, "fusefs: timeout after %llds: %lld of %lld files ready, still prefetching\n",
+			timeout_s, p.lead_files, p.remaining);
+		break;
+	case WAIT_FULL:
+		fprintf(stderr, "fusefs: cache full ahead of the reader: %lld of %lld files ready (%lld bytes); the rest streams in as the reader moves\n",
+			p.lead_files, p.remaining, p.lead_bytes);
+		break;
+	case WAIT_STALLED:
+		fprintf(stderr, "fusefs: prefetch stalled: no progress for %llds with %lld of %lld files ready, %lld bytes free, %lld backend errors meanwhile\n",
+			stall_s, p.lead_files, p.remaining, p.limit - p.used,
+			p.backend_errors - errors0);
+		break;
+	}
+	return rc;
+}
+
+static int prefetch_usage(void)
+{
+	fprintf(stderr, "usage: fusefs prefetch MOUNTPOINT [--list FILE|-] "
+		"[--name NAME] [--epoch N] [--begin [--at K]]\n"
+		"                       [--wait [--timeout SECONDS] [--stall SECONDS]]\n");
+	return EXIT_USAGE;
+}
+
+/* the header lines of a prefetch request, or NULL */
+static char *prefetch_head(long long epoch, bool begin, long long at,
+			   bool list)
+{
+	char *head = NULL;
+	size_t len;
+	FILE *f = open_memstream(&head, &len);
+
+	if (!f)
+		return NULL;
+	if (epoch >= 0 && list)
+		fprintf(f, "# epoch %lld\n", epoch);
+	if (begin) {
+		fputs("# begin", f);
+		if (epoch >= 0 && !list)
+			fprintf(f, " %lld", epoch);
+		if (at)
+			fprintf(f, " at %lld", at);
+		fputc('\n', f);
+	}
+	if (fclose(f)) {
+		free(head);
+		return NULL;
+	}
+	return head;
+}
+
+static const char *publish_error(int rc)
+{
+	switch (rc) {
+	case -EINVAL:
+		return "no usable line";
+	case -ESTALE:
+		return "its epoch is older than the list's current epoch (begin it first: --begin)";
+	case -EBUSY:
+		return "later epochs are already queued";
+	case -ENOSPC:
+		return "too many lists";
+	default:
+		return strerror(-rc);
 	}
 }
 
 int cmd_prefetch(int argc, char **argv)
 {
-	const char *mnt = NULL, *list = NULL, *name = "default";
-	char root[PATH_MAX], rel[128], *buf, *report;
-	bool wait = false;
-	int i, rc, timeout = 0;
-	size_t len;
+	const char *mnt = NULL, *list = NULL, *name = "default", *v;
+	long long timeout = 0, stall = 30, epoch = -1, at = 0;
+	bool wait = false, begin = false;
+	char root[PATH_MAX], rel[128], *buf = NULL, *head, *report;
+	size_t len = 0;
+	int i, rc;
 
 	for (i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--list") && i + 1 < argc)
-			list = argv[++i];
-		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
-			name = argv[++i];
-		else if (!strcmp(argv[i], "--wait"))
+		if ((rc = opt_value(argc, argv, &i, "--list", &list)) ||
+		    (rc = opt_value(argc, argv, &i, "--name", &name))) {
+			if (rc < 0)
+				return prefetch_usage();
+		} else if ((rc = opt_value(argc, argv, &i, "--epoch", &v))) {
+			if (rc < 0 || !parse_num(v, (1LL << 62) - 1, &epoch))
+				return prefetch_usage();
+		} else if ((rc = opt_value(argc, argv, &i, "--at", &v))) {
+			if (rc < 0 || !parse_num(v, UINT32_MAX, &at))
+				return prefetch_usage();
+		} else if ((rc = opt_value(argc, argv, &i, "--timeout", &v))) {
+			if (rc < 0 || !parse_num(v, INT32_MAX, &timeout))
+				return prefetch_usage();
+		} else if ((rc = opt_value(argc, argv, &i, "--stall", &v))) {
+			if (rc < 0 || !parse_num(v, INT32_MAX, &stall) ||
+			    !stall)
+				return prefetch_usage();
+		} else if (!strcmp(argv[i], "--wait")) {
 			wait = true;
-		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-			timeout = atoi(argv[++i]);
-		else if (!mnt && argv[i][0] != '-')
+		} else if (!strcmp(argv[i], "--begin")) {
+			begin = true;
+		} else if (!mnt && argv[i][0] != '-') {
 			mnt = argv[i];
-		else
-			mnt = NULL, i = argc + 1;
+		} else {
+			return prefetch_usage();
+		}
 	}
-	if (!mnt || !list || i > argc) {
-		fprintf(stderr, "usage: fusefs prefetch MOUNTPOINT --list FILE|- "
-			"[--name NAME] [--wait] [--timeout SECONDS]\n");
-		return EXIT_USAGE;
-	}
+	if (!mnt || (!list && !begin && !wait) || (at && !begin))
+		return prefetch_usage();
 	if (need_root(mnt, root, sizeof(root)))
 		return 1;
-	buf = slurp(list, &len);
-	if (!buf) {
-		fprintf(stderr, "fusefs: cannot read list %s: %s\n", list,
-			strerror(errno));
+	snprintf(rel, sizeof(rel), "lists/%s", name);
+	if (!list && !begin)
+		return wait_ready(root, name, timeout, stall);
+	if (list) {
+		buf = slurp(list, &len);
+		if (!buf) {
+			fprintf(stderr, "fusefs: cannot read list %s: %s\n", list,
+				strerror(errno));
+			return 1;
+		}
+	}
+	head = prefetch_head(epoch, begin, at, list);
+	if (!head) {
+		free(buf);
 		return 1;
 	}
-	snprintf(rel, sizeof(rel), "lists/%s", name);
-	rc = ctl_write(root, rel, buf, len);
+	rc = ctl_write2(root, rel, head, buf ? buf : "", len);
+	free(head);
 	free(buf);
 	report = ctl_read(root, rel);
 	if (report) {
@@ -242,35 +468,220 @@ int cmd_prefetch(int argc, char **argv)
 	}
 	if (rc) {
 		fprintf(stderr, "fusefs: list '%s' was not published: %s\n", name,
-			rc == -EINVAL ? "no usable line" : strerror(-rc));
+			publish_error(rc));
 		return 1;
 	}
-	return wait ? wait_ready(root, name, timeout) : 0;
+	return wait ? wait_ready(root, name, timeout, stall) : 0;
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s, size_t n)
+{
+	size_t i;
+
+	fputc('"', f);
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/*
+ * the value @v (@n bytes) as JSON: an integer or a decimal as a number
+ * ("12 (first at line 3)" as 12), a negative ratio as null, else a string
+ */
+static void json_value(FILE *f, const char *key, const char *v, size_t n)
+{
+	char tmp[64], *end;
+	size_t kl = strlen(key);
+
+	if (n && n < sizeof(tmp)) {
+		memcpy(tmp, v, n);
+		tmp[n] = '\0';
+		errno = 0;
+		(void)strtoll(tmp, &end, 10);
+		if (end != tmp && !errno &&
+		    (!*end || !strncmp(end, " (first at line", 15))) {
+			fwrite(tmp, 1, end - tmp, f);
+			return;
+		}
+		(void)strtod(tmp, &end);
+		if (end != tmp && !*end) {
+			if (kl > 6 && !strcmp(key + kl - 6, "_ratio") &&
+			    tmp[0] == '-')
+				fputs("null", f);
+			else
+				fputs(tmp, f);
+			return;
+		}
+	}
+	json_str(f, v, n);
+}
+
+/* the "key value" line at @p (@ll bytes) as a member */
+static void json_member(FILE *f, const char *p, size_t ll, bool *first)
+{
+	const char *sp = memchr(p, ' ', ll);
+	char key[128];
+
+	if (!sp || sp == p || *p == '#')
+		return;
+	snprintf(key, sizeof(key), "%.*s", (int)(sp - p), p);
+	fputs(*first ? "" : ", ", f);
+	*first = false;
+	json_str(f, key, strlen(key));
+	fputs(": ", f);
+	json_value(f, key, sp + 1, ll - (sp + 1 - p));
+}
+
+/* the lines from @p up to one starting with @stop (or the end) as members */
+static const char *json_members(FILE *f, const char *p, const char *stop,
+				bool *first)
+{
+	while (*p && (!stop || strncmp(p, stop, strlen(stop)))) {
+		size_t ll = strcspn(p, "\n");
+
+		json_member(f, p, ll, first);
+		p += ll + (p[ll] == '\n');
+	}
+	return p;
+}
+
+/* the status of list @name as a JSON object; false if not published */
+static bool json_list(FILE *f, const char *root, const char *name)
+{
+	char rel[NAME_MAX + 8], *st;
+	const char *p;
+	bool first = true;
+
+	snprintf(rel, sizeof(rel), "lists/%s", name);
+	st = ctl_read(root, rel);
+	if (!st || strncmp(st, "list ", 5) || strstr(st, ": not published\n")) {
+		free(st);
+		return false;
+	}
+	fputs("{", f);
+	p = strchr(st, '\n');		/* past "list NAME" */
+	p = json_members(f, p ? p + 1 : "", "# last publish", &first);
+	if (*p) {
+		bool rfirst = true;
+
+		fputs(", \"last_publish\": {", f);
+		json_members(f, p + strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0),
+			     NULL, &rfirst);
+		fputs("}", f);
+	}
+	fputs("}", f);
+	free(st);
+	return true;
+}
+
+/* "lists": {NAME: {...}, ...} of every published list */
+static void json_lists(FILE *f, const char *root)
+{
+	char path[PATH_MAX + 64];
+	struct dirent *de;
+	bool first = true;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/" CTL "/lists", root);
+	fputs("\"lists\": {", f);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		char *text = NULL;
+		size_t len;
+		FILE *m;
+
+		if (de->d_name[0] == '.')
+			continue;
+		m = open_memstream(&text, &len);
+		if (!m)
+			break;
+		if (json_list(m, root, de->d_name)) {
+			fclose(m);
+			fputs(first ? "" : ", ", f);
+			first = false;
+			json_str(f, de->d_name, strlen(de->d_name));
+			fprintf(f, ": %s", text);
+		} else {
+			fclose(m);
+		}
+		free(text);
+	}
+	if (d)
+		closedir(d);
+	fputs("}", f);
+}
+
+/* the status keys of `fusefs status`, also its JSON members */
+static bool status_key(const char *p)
+{
+	static const char *const keys[] = {
+		"hits ", "misses ", "stall_us ", "prefetch_", "cache_bytes",
+		"cache_files ", "lists_published ", "bytes_from_backend ",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strncmp(p, keys[i], strlen(keys[i])))
+			return true;
+	return false;
+}
+
+static int status_usage(void)
+{
+	fprintf(stderr, "usage: fusefs status MOUNTPOINT [--json]\n");
+	return EXIT_USAGE;
 }
 
 int cmd_status(int argc, char **argv)
 {
+	const char *mnt = NULL, *p;
 	char root[PATH_MAX], *st;
-	const char *p;
+	bool json = false, first = true;
+	int i;
 
-	if (argc != 1) {
-		fprintf(stderr, "usage: fusefs status MOUNTPOINT\n");
-		return EXIT_USAGE;
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!mnt && argv[i][0] != '-')
+			mnt = argv[i];
+		else
+			return status_usage();
 	}
-	if (need_root(argv[0], root, sizeof(root)))
+	if (!mnt)
+		return status_usage();
+	if (need_root(mnt, root, sizeof(root)))
 		return 1;
 	st = ctl_read(root, "stats");
 	if (!st)
 		return 1;
+	if (json) {
+		printf("{\"mount\": ");
+		json_str(stdout, root, strlen(root));
+		first = false;
+	}
 	for (p = st; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p + 1) : strlen(p);
+		size_t ll = strcspn(p, "\n");
 
-		if (!strncmp(p, "list_", 5) || !strncmp(p, "hits ", 5) ||
-		    !strncmp(p, "misses ", 7) || !strncmp(p, "stall_us ", 9) ||
-		    !strncmp(p, "prefetch_", 9) || !strncmp(p, "cache_bytes", 11))
-			fwrite(p, 1, n, stdout);
-		p += n;
+		if (json && status_key(p))
+			json_member(stdout, p, ll, &first);
+		else if (!json && (!strncmp(p, "list_", 5) || status_key(p)))
+			printf("%.*s\n", (int)ll, p);
+		p += ll + (p[ll] == '\n');
+	}
+	if (json) {
+		fputs(", ", stdout);
+		json_lists(stdout, root);
+		fputs("}\n", stdout);
 	}
 	free(st);
 	return 0;
@@ -379,5 +790,125 @@ int cmd_warm(int argc, char **argv)
 		fprintf(stderr, "fusefs: warm failed: %s\n", strerror(-rc));
 		return 1;
 	}
+	return 0;
+}
+
+#define JSON_LISTS_MAX	256
+
+/* the line at @p: 'list_KEY{list="NAME"} VALUE'?  Then KEY, NAME, VALUE */
+static bool list_line(const char *p, size_t ll, const char **key, size_t *kl,
+		      const char **name, size_t *nl, const char **val,
+		      size_t *vl)
+{
+	const char *br = memchr(p, '{', ll), *q;
+
+	if (ll < 5 || strncmp(p, "list_", 5) || !br ||
+	    strncmp(br, "{list=\"", 7))
+		return false;
+	q = memchr(br + 7, '"', ll - (br + 7 - p));
+	if (!q || q + 3 > p + ll || strncmp(q, "\"} ", 3))
+		return false;
+	*key = p + 5;
+	*kl = br - *key;
+	*name = br + 7;
+	*nl = q - *name;
+	*val = q + 3;
+	*vl = ll - (*val - p);
+	return true;
+}
+
+/* "name value" lines of the stats as JSON; list_KEY{list="NAME"} nested */
+static void json_stats(FILE *f, const char *text)
+{
+	const char *names[JSON_LISTS_MAX], *p, *key, *name, *val;
+	size_t nls[JSON_LISTS_MAX], kl, nl, vl, ll, n = 0, i;
+	bool first = true;
+
+	fputs("{", f);
+	for (p = text; *p; p += ll + (p[ll] == '\n')) {
+		ll = strcspn(p, "\n");
+		if (!list_line(p, ll, &key, &kl, &name, &nl, &val, &vl)) {
+			json_member(f, p, ll, &first);
+			continue;
+		}
+		for (i = 0; i < n; i++)
+			if (nls[i] == nl && !strncmp(names[i], name, nl))
+				break;
+		if (i == n && n < JSON_LISTS_MAX) {
+			names[n] = name;
+			nls[n++] = nl;
+		}
+	}
+	fputs(first ? "\"lists\": {" : ", \"lists\": {", f);
+	for (i = 0; i < n; i++) {
+		bool kfirst = true;
+
+		fputs(i ? ", " : "", f);
+		json_str(f, names[i], nls[i]);
+		fputs(": {", f);
+		for (p = text; *p; p += ll + (p[ll] == '\n')) {
+			char kbuf[128];
+
+			ll = strcspn(p, "\n");
+			if (!list_line(p, ll, &key, &kl, &name, &nl, &val,
+				       &vl) ||
+			    nl != nls[i] || strncmp(name, names[i], nl))
+				continue;
+			snprintf(kbuf, sizeof(kbuf), "%.*s", (int)kl, key);
+			fputs(kfirst ? "" : ", ", f);
+			kfirst = false;
+			json_str(f, kbuf, strlen(kbuf));
+			fputs(": ", f);
+			json_value(f, kbuf, val, vl);
+		}
+		fputs("}", f);
+	}
+	fputs("}}\n", f);
+}
+
+static int stats_usage(void)
+{
+	fprintf(stderr, "usage: fusefs stats MOUNTPOINT [--json]\n");
+	return EXIT_USAGE;
+}
+
+bool client_wants_json(int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			return true;
+	return false;
+}
+
+int cmd_stats_json(int argc, char **argv)
+{
+	char real[PATH_MAX], root[PATH_MAX], *buf;
+	const char *mnt = NULL;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			continue;
+		if (mnt || argv[i][0] == '-')
+			return stats_usage();
+		mnt = argv[i];
+	}
+	if (!mnt)
+		return stats_usage();
+	/* the mount point itself, as the text form (readiness probes) */
+	if (!realpath(mnt, real) || find_root(mnt, root, sizeof(root)) ||
+	    strcmp(real, root)) {
+		fprintf(stderr, "fusefs: %s is not a fusefs mount\n", mnt);
+		return 1;
+	}
+	buf = ctl_read(root, "stats");
+	if (!buf) {
+		fprintf(stderr, "fusefs: %s: %s\n", mnt, strerror(errno));
+		return 1;
+	}
+	json_stats(stdout, buf);
+	free(buf);
 	return 0;
 }

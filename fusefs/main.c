@@ -5,7 +5,7 @@
  *   fusefs mount SOURCE MOUNTPOINT [OPTIONS]
  *   fusefs mount --config FILE [OPTIONS]      (systemd: fusefs@NAME.service)
  *   fusefs SOURCE MOUNTPOINT [-o OPTIONS]      (mount.fuse3, fstab)
- *   fusefs stats MOUNTPOINT
+ *   fusefs stats MOUNTPOINT [--json]
  *   fusefs umount [-z] MOUNTPOINT
  */
 #include <errno.h>
@@ -49,10 +49,10 @@ static void usage(FILE *f)
 		"usage: fusefs mount SOURCE MOUNTPOINT --cache-dir DIR [OPTIONS]\n"
 		"       fusefs mount --config /etc/fusefs/NAME.conf [OPTIONS]\n"
 		"       fusefs SOURCE MOUNTPOINT -o cache_dir=DIR[,OPTIONS]\n"
-		"       fusefs stats MOUNTPOINT\n"
+		"       fusefs stats MOUNTPOINT [--json]\n"
 		"       fusefs umount [-z] MOUNTPOINT\n"
-		"       fusefs prefetch MOUNTPOINT --list FILE|- [--name NAME] [--wait]\n"
-		"       fusefs status MOUNTPOINT\n"
+		"       fusefs prefetch MOUNTPOINT [--list FILE|-] [--name NAME] [--epoch N] [--begin [--at K]] [--wait]\n"
+		"       fusefs status MOUNTPOINT [--json]\n"
 		"       fusefs pin|unpin|evict PATH...\n"
 		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"
 		"       fusefs warm MOUNTPOINT --from hot.tsv\n"
@@ -412,7 +412,10 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	fetch_on_stale(fetch, nsmgr_stale_cb, nm);
 	lists = lists_create();
-	if (!lists || prefetch_create(&pf, lists, nm, cache, fetch))
+	if (!lists)
+		goto out;
+	lists_set_idle(lists, cf.list_idle_s);
+	if (prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;
 	ctl = ctl_create(&(struct ctl_deps){ .st = &st, .cache = cache,
 		.nm = nm, .lists = lists, .pf = pf });
@@ -555,6 +558,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "mount"))
 		return cmd_mount(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "stats") && client_wants_json(argc - 2, argv + 2))
+		return cmd_stats_json(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "stats"))
 		return cmd_stats(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "prefetch"))

@@ -53,6 +53,7 @@ struct fusefs_conf {
 	bool passthrough;	/* --passthrough auto (true) or off */
 	char *evict;		/* policy: lru, heat, auto */
 	unsigned heat_half_life_s;
+	unsigned list_idle_s;	/* a list without opens is idle after this */
 	unsigned rewarm;	/* at mount, prefetch this many hottest files */
 	int log_level;
 	bool log_syslog;

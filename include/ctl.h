@@ -5,9 +5,15 @@
  * notebook user): no socket, no root, no access to the cache directory.
  *
  *   .fusefs/stats          read: every counter ("name value" lines)
- *   .fusefs/lists/NAME     write: an epoch list (one path per line),
- *                          published when the writer closes it; close()
- *                          fails with EINVAL if no line was accepted.
+ *   .fusefs/lists/NAME     write: an epoch list (header lines "# epoch N",
+ *                          "# begin [N] [at K]", then one path per line;
+ *                          lists.h, docs/epochs.md), acted on when the
+ *                          writer closes it; close() fails with EINVAL if
+ *                          there was neither a path nor a begin, ESTALE
+ *                          for an epoch older than the current one, EBUSY
+ *                          when later epochs fill the queue, ENOSPC for
+ *                          too many lists.  A begin alone ("# begin 3")
+ *                          marks the start of an epoch.
  *                          read: the list's status and its last report.
  *   .fusefs/pin, unpin     write: paths (files or directories), one a line
  *   .fusefs/evict          write: paths to drop from the cache now
@@ -86,7 +92,12 @@ char *ctl_read(struct ctl *c, uint64_t ino, size_t *len);
  */
 int ctl_commit(struct ctl *c, uint64_t ino, const char *buf, size_t len,
 	       char **report);
-/* ctl_commit_list() - publish list @name from @buf (see ctl_commit) */
+/*
+ * ctl_commit_list() - publish list @name from @buf (see ctl_commit and
+ * lists_publish() for the return codes); *@report starts with
+ * "list NAME: published", "list NAME: epoch begun" or
+ * "list NAME: NOT published..."
+ */
 int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		    size_t len, char **report);
 /* ctl_stats_text() - the report (report.h), lists included; malloc'ed */

@@ -2,18 +2,66 @@
 /*
  * lists.h - epoch lists: the order in which a loader will read files.
  *
- * A named list (one per rank or loader) holds the current epoch and at
- * most one queued next epoch.  Publishing a list while the current epoch
- * runs queues it as the next epoch (or replaces the queued one); once the
- * current epoch was read to its end, a publish makes the queued epoch
- * current and queues the new list (with none queued, the new list is
- * current at once).  The reader's position is just past the furthest
- * file of the current epoch it opened, and when it opens a file that the
- * current epoch lacks but the queued one has, that epoch becomes current.
- * From this the policy learns each file's next use (lists_next_use) and
- * the prefetcher what to fetch next (lists_window).
+ * A named list (one per rank or loader) has a current epoch and up to
+ * LIST_QUEUE_MAX queued epochs, each with a number.  docs/epochs.md is
+ * the protocol with its state diagram; in short:
  *
- * Thread-safe (one internal mutex); no I/O.
+ * Text.  One path per line (LF or CRLF).  Lines at the very top that
+ * start with '#' and match a header form are headers, not paths:
+ *   # epoch N		this list is epoch N (0 <= N < 2^62)
+ *   # begin		the next epoch begins now
+ *   # begin N		epoch N begins now (this list's number if omitted)
+ *   # begin N at K	... and its first K files were already read (resume)
+ * Anything else is a path, so old lists and datasets with names starting
+ * with '#' keep working.  A text with a begin header and no path line
+ * (blank lines aside) is a begin alone; path lines that are all refused
+ * refuse the whole text, begin included.  The begin acts before the list
+ * is placed.
+ *
+ * Numbers.  A list without "# epoch" takes the number after the current
+ * epoch's (0 for a fresh list) and replaces whatever was queued, as
+ * before numbers existed.  A numbered publish: below the current number
+ * it is stale (-ESTALE, nothing changes; unless the list was idle: then
+ * it starts afresh); equal to it, it replaces the current order and keeps
+ * the reader's progress; above it, it is queued in number order (one
+ * with the same number replaced; -EBUSY if LIST_QUEUE_MAX later epochs
+ * are already queued).  Once the current epoch was read to its end a
+ * later publish first advances to the queued epoch (or to none).
+ *
+ * Begin.  "begin N": if N is queued it becomes current (queued epochs
+ * below N are dropped); if N is current it restarts; otherwise the
+ * current epoch is dropped and the list waits for list N, which becomes
+ * current when it arrives.  In all cases the reader's position is K.
+ *
+ * Reader.  Each epoch remembers which of its files were read (opened)
+ * and two marks: low, the first file neither read nor skipped, and
+ * high, one past the furthest file opened (the "position").  An open
+ * of an unread file within the window (lists_set_window(), capped at
+ * the list length) ahead of low counts as in order: parallel workers
+ * open a little out of order; unread files between low and high are
+ * still needed now.  An open further ahead is a jump: low moves up so
+ * the file is in the window, and the unread files it passes are skipped.
+ * Opening a file that the current epoch does not expect (read already
+ * and not re-opened just now, skipped, not in it, or unread beyond the
+ * window) and that the first queued epoch holds within the window of
+ * its start makes that epoch current; the old epoch's unread files
+ * between low and high are remembered as stragglers of slow workers, not
+ * opens of the new epoch.  An open is first matched to the lists that
+ * expect it (a straggler, in order, a repeat); only if none does it may
+ * advance a list, and only if none advances is it a jump.  A stray
+ * re-read far from any reader's position changes nothing.
+ *
+ * Next use (lists_next_use(), the minimum over active lists, in files):
+ * an unread file of the current epoch at or after low is used in
+ * idx - low; a file read or skipped this epoch takes its next use from
+ * the queued epochs.  A list whose reader stopped (no open, publish or
+ * begin for lists_set_idle() seconds) is idle: it is neither prefetched
+ * nor counted for next use, so its files stop holding cache space; its
+ * next open makes it active again.
+ *
+ * Thread-safe (one internal mutex, never held while calling out); no I/O.
+ * The cache calls lists_next_use() under its own lock, so nothing here
+ * may call into the cache.
  */
 #ifndef FUSEFS_LISTS_H
 #define FUSEFS_LISTS_H
@@ -23,9 +71,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define LISTS_MAX	64		/* named lists at once */
-#define LIST_NAME_MAX	64
-#define LIST_LINE_MAX	4096
+#define LISTS_MAX		64	/* named lists at once */
+#define LIST_NAME_MAX		64
+#define LIST_LINE_MAX		4096
+#define LIST_QUEUE_MAX		2	/* queued after the current */
+#define LIST_EPOCH_MAX		((int64_t)1 << 62)
+#define LIST_NO_EPOCH		((int64_t)-1)	/* "no number" in reports, status */
+#define LISTS_WINDOW_DEFAULT	1024	/* out-of-order window, files */
+#define LISTS_IDLE_DEFAULT	300	/* seconds without opens: idle */
 
 /* reasons a line is rejected; counted in struct list_report */
 enum list_reject {
@@ -38,6 +91,18 @@ enum list_reject {
 	LR_NREASONS
 };
 
+/* what a publish did to the list (report line "outcome NAME") */
+enum list_outcome {
+	LO_NONE,		/* refused before parsing, or nothing usable */
+	LO_CURRENT,		/* the list is the current epoch now */
+	LO_QUEUED,		/* queued after the current epoch */
+	LO_REPLACED,		/* replaced the current epoch's order */
+	LO_BEGUN,		/* a begin alone (no path) */
+	LO_STALE,		/* an epoch older than the current: ignored */
+	LO_QUEUE_FULL,		/* LIST_QUEUE_MAX later epochs queued */
+	LO_NOUTCOMES
+};
+
 struct list_report {
 	uint64_t lines;
 	uint64_t accepted;
@@ -45,6 +110,13 @@ struct list_report {
 	uint64_t first_line[LR_NREASONS];	/* 1-based, 0 = none */
 	uint64_t bytes;				/* sum of accepted sizes */
 	uint64_t max_size;			/* largest accepted file */
+	uint64_t headers;			/* header lines */
+	int64_t epoch;		/* "# epoch N", or LIST_NO_EPOCH */
+	bool begin;		/* a "# begin" header */
+	int64_t begin_epoch;	/* the epoch begun (N resolved) */
+	uint64_t begin_at;	/* its K */
+	enum list_outcome outcome;
+	int64_t current;	/* the list's current epoch afterwards */
 };
 
 /*
@@ -54,45 +126,71 @@ struct list_report {
 typedef int (*list_resolve_fn)(void *arg, const char *path, size_t len,
 			       uint64_t *fid, uint64_t *size);
 
+/* lists_clock_fn - milliseconds on a monotonic clock (tests fake it) */
+typedef uint64_t (*lists_clock_fn)(void *arg);
+
 struct lists;
 
 struct lists *lists_create(void);
 void lists_destroy(struct lists *l);
 
+/* lists_set_idle() - a list with no open for @seconds is idle; 0 never */
+void lists_set_idle(struct lists *l, unsigned seconds);
+/* lists_set_window() - out-of-order window in files (>= 1) */
+void lists_set_window(struct lists *l, unsigned files);
+/* lists_set_clock() - replace CLOCK_MONOTONIC (for tests) */
+void lists_set_clock(struct lists *l, lists_clock_fn now_ms, void *arg);
+
 /*
- * lists_publish() - parse @len bytes of @text (one path per line, LF or
- * CRLF) into list @name.  Nothing is published unless at least one line
- * was accepted; *@rep says what happened to every line either way.
- * Return: 0, -EINVAL (bad name, or no line accepted), -ENOSPC (too many
- * lists), -ENOMEM.
+ * lists_publish() - parse @len bytes of @text (headers, then one path per
+ * line) into list @name, as described above.  Nothing changes unless at
+ * least one path was accepted, or a begin header came without path
+ * lines; *@rep says what happened to every line and to the list either
+ * way.  Return: 0, -EINVAL (bad name, or no usable path and no begin
+ * alone), -ESTALE
+ * (an epoch older than the current one), -EBUSY (the queue is full),
+ * -ENOSPC (too many lists), -ENOMEM.
  */
 int lists_publish(struct lists *l, const char *name, const char *text,
 		  size_t len, list_resolve_fn resolve, void *arg,
 		  struct list_report *rep);
 
+/*
+ * lists_begin() - epoch @epoch (LIST_NO_EPOCH: the next one) of list
+ * @name begins now, its first @at files already read.  The text form is
+ * "# begin N at K" published alone.  Return: 0, -EINVAL, -ENOENT (no such
+ * list).
+ */
+int lists_begin(struct lists *l, const char *name, int64_t epoch,
+		uint64_t at);
+
 /* lists_note_open() - a reader opened @fid; @ready: it was fully cached */
 void lists_note_open(struct lists *l, uint64_t fid, bool ready);
 
 /*
- * lists_next_use() - files until @fid is read again (min over lists),
- * UINT64_MAX if no list reads it again.  @lists is a struct lists (the
- * signature of cache_set_next_use()).
+ * lists_next_use() - files until @fid is read again (min over active
+ * lists), UINT64_MAX if no active list reads it again.  @lists is a
+ * struct lists (the signature of cache_set_next_use()).
  */
 uint64_t lists_next_use(void *lists, uint64_t fid);
 
 /*
- * lists_window() - up to @max file ids the readers will open next, in
- * order, interleaving the lists, starting @skip files past each list's
- * reader.  Return: count.
+ * lists_window() - up to @max file ids the readers of active lists will
+ * open next, in order, interleaving the lists, starting @skip files past
+ * each list's reader (unread files of the current epoch from low on,
+ * then the queued epochs).  Return: count.
  */
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
 
 /*
- * lists_set_lead() - the prefetcher reports the lead (@files and @bytes
- * cached ahead) of every list whose reader opens @fid_at_reader next
+ * lists_set_ready() - the prefetcher saw which of @n window files are on
+ * disk (@ready[i] for @fids[i]; files not given count as not ready).  Each
+ * list's lead becomes the run of ready files at the head of its own
+ * window: files and bytes ready ahead of its reader.  May allocate; on
+ * -ENOMEM the leads stay as they were.
  */
-void lists_set_lead(struct lists *l, uint64_t fid_at_reader,
-		    uint64_t files, uint64_t bytes);
+void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
+		     size_t n);
 
 /* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);
@@ -100,6 +198,8 @@ void lists_print(struct lists *l, FILE *f);
 void lists_print_one(struct lists *l, const char *name, FILE *f);
 /* list_report_print() - a publish report as text */
 void list_report_print(const struct list_report *r, FILE *f);
+/* list_outcome_name() - "current", "queued", ... */
+const char *list_outcome_name(enum list_outcome o);
 /* lists_count() - lists published */
 unsigned lists_count(struct lists *l);
 

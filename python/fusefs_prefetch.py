@@ -1,56 +1,151 @@
 """fusefs_prefetch: tell a fusefs mount what the data loader reads next.
 
-Standard library only; PyTorch is optional.  fusefs fetches the files of a
-published list onto local disk just ahead of the reader and evicts by
-known next use, so epoch after epoch the cache holds what is read soonest.
+fusefs fetches the files of a published epoch list onto local disk just
+ahead of the reader and evicts by known next use, so epoch after epoch the
+cache holds what is read soonest.  Standard library only; with PyTorch
+importable, PrefetchingSampler is a torch.utils.data.Sampler.
 
-    from fusefs_prefetch import PrefetchingSampler, publish
+    from fusefs_prefetch import PrefetchingSampler
 
     sampler = PrefetchingSampler(DistributedSampler(ds), paths=ds.files,
                                  mount="/mnt/data")
-    loader = DataLoader(ds, sampler=sampler, ...)
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)          # as with DistributedSampler
+    loader = DataLoader(ds, sampler=sampler, num_workers=8, drop_last=True)
+    for epoch in range(start_epoch, epochs):
+        sampler.set_epoch(epoch)      # publishes epochs e and e + 1, begins e
         for batch in loader: ...
 
-    publish("/mnt/data", ["shards/train-000123.tar", ...], name="rank0")
+    # WebDataset: the helper decides the shard order and hands it over
+    shards = ShardList("/mnt/data", [f"train-{i:06d}.tar" for i in range(N)])
+    ds = wds.WebDataset(shards.epoch(e), shardshuffle=False)
 
-Lists go through the mount itself (MOUNT/.fusefs/lists/NAME), so this works
-from a training container that only sees the mount of a fusefs sidecar.
+    publish("/mnt/data", ["shards/train-000123.tar", ...], name="rank0",
+            epoch=3)
+
+Best effort: a mount that is not fusefs, a refused list or a full control
+file logs one warning and training goes on; strict=True raises instead.
+publish() and begin() always raise (ListRejected, NotFusefs).  The epoch
+protocol (numbers, begins, resume) is docs/epochs.md; lists go through the
+mount itself (MOUNT/.fusefs/lists/NAME), so this works from a training
+container that only sees the mount of a fusefs sidecar.
 """
 
+import logging
 import os
+import random
 
-__all__ = ["publish", "status", "PrefetchingSampler", "ListRejected"]
+try:
+    import torch
+    from torch.utils.data import Sampler as _SamplerBase
+except Exception:       # not installed, or a broken install: stdlib only
+    torch = None
+    _SamplerBase = object
+
+__all__ = ["publish", "begin", "status", "list_status", "list_name", "is_fusefs",
+           "PrefetchingSampler", "ShardList", "shard_order", "publish_shards",
+           "FusefsError", "ListRejected", "NotFusefs"]
+__version__ = "0.1.0"  # = the fusefs release (packaging/debian/changelog)
+
+log = logging.getLogger("fusefs_prefetch")
 
 
-class ListRejected(OSError):
-    """No line of the list named a file in the mount."""
+class FusefsError(OSError):
+    """A fusefs control file refused a request."""
+
+
+class ListRejected(FusefsError):
+    """The mount refused a list: no usable line (EINVAL), an epoch older
+    than the current one (ESTALE), later epochs already queued (EBUSY), too
+    many lists (ENOSPC) or a list larger than a control file takes (EFBIG)."""
+
+
+class NotFusefs(FusefsError):
+    """The directory is not (inside) a fusefs mount root."""
 
 
 def _ctl(mount, *parts):
     return os.path.join(mount, ".fusefs", *parts)
 
 
-def publish(mount, paths, name="default"):
-    """Publish the ordered @paths (relative to @mount) as list @name.
+def is_fusefs(mount):
+    """True if @mount is the root of a fusefs mount."""
+    return os.path.exists(_ctl(mount, "stats"))
 
-    While the list's current epoch runs, a new one is queued as the next
-    epoch.  Returns the status text (with the publish report).  Raises
-    ListRejected if no path was usable."""
-    data = "".join(p.lstrip("/") + "\n" for p in paths).encode()
-    path = _ctl(mount, "lists", name)
+
+def list_name(sampler=None):
+    """The list name of this process: "rankN" from the sampler's rank
+    (DistributedSampler), torch.distributed, $RANK or $LOCAL_RANK, else
+    "pidN", so that ranks on one node never overwrite each other's list."""
+    rank = getattr(sampler, "rank", None)
+    if rank is None and torch is not None:
+        try:
+            import torch.distributed as dist
+            if dist.is_available() and dist.is_initialized():
+                rank = dist.get_rank()
+        except Exception:
+            rank = None
+    for var in ("RANK", "LOCAL_RANK"):
+        if rank is None and os.environ.get(var, "").isdigit():
+            rank = int(os.environ[var])
+    return f"rank{rank}" if rank is not None else f"pid{os.getpid()}"
+
+
+def _rel(mount, path):
+    """@path relative to the mount root (absolute paths below @mount too)"""
+    path = os.fspath(path)
+    root = os.path.abspath(mount).rstrip("/") + "/"
+    if path.startswith(root):
+        return path[len(root):]
+    return path.lstrip("/")
+
+
+def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
+    head = []
+    if epoch is not None:
+        head.append(f"# epoch {int(epoch)}")
+    if begin:
+        words = ["# begin"]
+        if begin_epoch is not None:
+            words.append(str(int(begin_epoch)))
+        if at:
+            words.append(f"at {int(at)}")
+        head.append(" ".join(words))
+    lines = head + [_rel(mount, p) for p in paths]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _write(mount, name, data):
+    if not is_fusefs(mount):
+        raise NotFusefs(2, f"{mount} is not a fusefs mount root (no .fusefs/stats)")
     try:
-        with open(path, "wb") as f:
+        with open(_ctl(mount, "lists", name), "wb") as f:
             f.write(data)
     except OSError as e:
         report = status(mount, name)
-        raise ListRejected(e.errno, f"list {name} rejected:\n{report}") from e
+        raise ListRejected(e.errno, f"list {name}: {e.strerror}\n{report}") from e
     return status(mount, name)
 
 
+def publish(mount, paths, name="default", epoch=None, begin=False, at=0):
+    """Publish the ordered @paths (relative to @mount) as list @name.
+
+    With @epoch, the list is that epoch: while an earlier epoch runs it is
+    queued, an older one is refused (ESTALE).  With @begin, the epoch
+    begins now (its first @at files were already read: a resume).
+    Returns the list's status text (with the publish report).  Raises
+    ListRejected or NotFusefs."""
+    return _write(mount, name, _text(paths, epoch, begin, None, at, mount))
+
+
+def begin(mount, name="default", epoch=None, at=0):
+    """Epoch @epoch (None: the next one) of list @name begins now, its first
+    @at files already read.  If that epoch's list is not published yet, the
+    list waits for it.  Raises ListRejected or NotFusefs."""
+    return _write(mount, name, _text((), None, True, epoch, at))
+
+
 def status(mount, name="default"):
-    """The status text of list @name: position, lead, hit ratio, report."""
+    """The status text of list @name: state, epoch, position, lead, hit
+    ratio, last publish report ("" if it cannot be read)."""
     try:
         with open(_ctl(mount, "lists", name)) as f:
             return f.read()
@@ -58,60 +153,276 @@ def status(mount, name="default"):
         return ""
 
 
-def _rank_name(sampler, name):
-    if name:
-        return name
-    rank = getattr(sampler, "rank", None)
-    return f"rank{rank}" if rank is not None else "default"
+def list_status(mount, name="default"):
+    """status() as a dict: numbers as int or float, the rest as str; the
+    last publish report under "last_publish"."""
+    out, cur = {}, None
+    for line in status(mount, name).splitlines():
+        if line.startswith("# last publish"):
+            cur = out.setdefault("last_publish", {})
+            continue
+        key, _, val = line.partition(" ")
+        if not val or key == "list":
+            continue
+        val = val.split(" (first")[0]
+        for conv in (int, float):
+            try:
+                val = conv(val)
+                break
+            except ValueError:
+                pass
+        (cur if cur is not None else out)[key] = val
+    return out
 
 
-class PrefetchingSampler:
-    """Wrap a sampler (anything iterable over dataset indices, optionally
-    with set_epoch() like torch's DistributedSampler): at the start of each
-    epoch it publishes this epoch's order if not yet published and, when
-    the wrapped sampler is deterministic per epoch (has set_epoch), the
-    next epoch's order too, so fusefs prefetches across the boundary.
+class _Publisher:
+    """Best-effort writes of one list: one warning per kind of failure."""
 
-    @paths maps a dataset index to a path relative to @mount."""
+    def __init__(self, mount, name, strict):
+        self.mount, self.name, self.strict = mount, name, strict
+        self.warned = set()
+        self.published = set()      # epochs whose list fusefs has
+        self.enabled = True
+        if not is_fusefs(mount):
+            self._fail(NotFusefs(2, f"{mount} is not a fusefs mount root"))
+            self.enabled = False
 
-    def __init__(self, sampler, paths, mount, name=None):
+    def _fail(self, err):
+        if self.strict:
+            raise err
+        kind = type(err).__name__, getattr(err, "errno", None)
+        if kind not in self.warned:
+            self.warned.add(kind)
+            log.warning("fusefs_prefetch: %s; training goes on without prefetch hints"
+                        " for list %s", str(err).splitlines()[0], self.name)
+
+    def send(self, paths=(), epoch=None, begin=False, begin_epoch=None, at=0):
+        """one write; the list's status text, or None if it failed"""
+        if not self.enabled:
+            return None
+        try:
+            return _write(self.mount, self.name,
+                          _text(paths, epoch, begin, begin_epoch, at, self.mount))
+        except OSError as e:
+            self._fail(e)
+            return None
+
+    def begin(self, epoch, at, paths_of):
+        """@epoch begins at @at: a begin alone if fusefs has its list (the
+        begin acts first: a restarted job may go back to an earlier epoch),
+        else the list (paths_of(epoch)) with the begin in one write"""
+        if epoch in self.published:
+            st = self.send(begin=True, begin_epoch=epoch, at=at)
+            if st is not None and "\nstate waiting\n" not in st:
+                return
+        if self.send(paths_of(epoch), epoch=epoch, begin=True, at=at) is not None:
+            self.published.add(epoch)
+
+    def queue(self, epoch, paths_of):
+        """publish @epoch's list ahead of time, once"""
+        if epoch not in self.published and \
+                self.send(paths_of(epoch), epoch=epoch) is not None:
+            self.published.add(epoch)
+
+
+def _unique(paths):
+    seen = set()
+    return [p for p in paths if not (p in seen or seen.add(p))]
+
+
+class PrefetchingSampler(_SamplerBase):
+    """Wrap a sampler (anything iterable over dataset indices): each epoch
+    publishes its order to fusefs, marks its start, and publishes the next
+    epoch's order when it can be known in advance, so fusefs prefetches
+    across the boundary and evicts for the right epoch.
+
+    @paths maps a dataset index to a path relative to @mount, or absolute
+    below it (a sequence or a callable).  @name defaults to list_name(sampler).  The next epoch is
+    known for samplers with set_epoch() (DistributedSampler, with or
+    without drop_last) and for a torch RandomSampler without a generator
+    of its own, which this wrapper seeds with @seed + epoch; for any other
+    sampler only the running epoch is published.  Without set_epoch()
+    calls, every new iteration is the next epoch.
+
+    Resume mid-epoch: set_epoch(epoch, start=K) (or load_state_dict()):
+    the iteration yields the epoch's indices from K on and fusefs counts
+    the first K files as read.  Best effort unless @strict."""
+
+    def __init__(self, sampler, paths, mount, name=None, seed=0, strict=False,
+                 publish_next=True):
+        if _SamplerBase is not object:
+            _SamplerBase.__init__(self, None)
         self.sampler = sampler
         self.paths = paths
         self.mount = mount
-        self.name = _rank_name(sampler, name)
+        self.name = name or list_name(sampler)
+        self.seed = seed
+        self.publish_next = publish_next
         self.epoch = 0
-        self._published = set()
+        self.start = 0
+        self._pub = _Publisher(mount, self.name, strict)
+        self._orders = {}           # epoch -> indices, the last few
+        self._begun = None          # the epoch begun and not yet iterated
+        self._iterated = False
+        self._yielded = 0
+        self._own_generator = (torch is not None and
+                               isinstance(sampler, torch.utils.data.RandomSampler) and
+                               sampler.generator is None)
 
-    def set_epoch(self, epoch):
-        self.epoch = epoch
+    # -- what the epochs are ------------------------------------------------
+
+    def predictable(self):
+        """Can the order of a future epoch be computed now?"""
+        return self._own_generator or hasattr(self.sampler, "set_epoch")
+
+    def _draw(self, epoch):
+        if self._own_generator:
+            g = torch.Generator()
+            g.manual_seed(self.seed + epoch)
+            self.sampler.generator = g
+            try:
+                return list(iter(self.sampler))
+            finally:
+                self.sampler.generator = None
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
-
-    def __len__(self):
-        return len(self.sampler)
+            try:
+                return list(iter(self.sampler))
+            finally:
+                self.sampler.set_epoch(self.epoch)
+        return list(iter(self.sampler))
 
     def order(self, epoch):
-        """The indices of @epoch (needs a sampler with set_epoch)."""
-        self.sampler.set_epoch(epoch)
-        try:
-            return list(iter(self.sampler))
-        finally:
-            self.sampler.set_epoch(self.epoch)
+        """The indices of @epoch (the whole epoch, not only from start)."""
+        if epoch not in self._orders:
+            self._orders[epoch] = self._draw(epoch)
+            for old in sorted(self._orders)[:-3]:
+                del self._orders[old]
+        return self._orders[epoch]
 
-    def _publish(self, epoch, indices):
-        if epoch in self._published:
-            return
-        publish(self.mount, [self.paths[i] for i in indices], self.name)
-        self._published.add(epoch)
+    def _path(self, i):
+        return self.paths(i) if callable(self.paths) else self.paths[i]
+
+    def _paths(self, indices):
+        return _unique(self._path(i) for i in indices)
+
+    # -- telling fusefs -----------------------------------------------------
+
+    def _paths_of(self, epoch):
+        return self._paths(self.order(epoch))
+
+    def _begin(self, epoch, start):
+        self._pub.begin(epoch, start, self._paths_of)
+
+    def _publish_next(self, epoch):
+        if self.publish_next and self.predictable():
+            self._pub.queue(epoch, self._paths_of)
+
+    def set_epoch(self, epoch, start=0):
+        """Like DistributedSampler.set_epoch(); also publishes this epoch's
+        and the next epoch's order and marks the start of @epoch (@start:
+        indices already consumed, when resuming)."""
+        self.epoch = int(epoch)
+        self.start = int(start)
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(self.epoch)
+        self._begin(self.epoch, self.start)
+        self._publish_next(self.epoch + 1)
+        self._begun = self.epoch
+        self._iterated = False
+
+    def state_dict(self):
+        """{"epoch", "start"}: where an iteration stopped (torchdata's
+        StatefulDataLoader calls this)."""
+        return {"epoch": self.epoch, "start": self.start + self._yielded}
+
+    def load_state_dict(self, state):
+        """Resume: the next iteration continues @state's epoch."""
+        self.set_epoch(state["epoch"], state.get("start", 0))
+
+    # -- the sampler --------------------------------------------------------
+
+    def __len__(self):
+        return max(len(self.sampler) - self.start, 0)
 
     def __iter__(self):
-        indices = list(iter(self.sampler))
-        self._publish(self.epoch, indices)
-        if hasattr(self.sampler, "set_epoch"):
-            self._publish(self.epoch + 1, self.order(self.epoch + 1))
-        return iter(indices)
+        if self._begun != self.epoch:
+            if self._iterated:      # no set_epoch(): the next epoch
+                self.epoch += 1
+                self.start = 0
+                if hasattr(self.sampler, "set_epoch"):
+                    self.sampler.set_epoch(self.epoch)
+            self._begin(self.epoch, self.start)
+            self._publish_next(self.epoch + 1)
+        self._begun = None
+        self._iterated = True
+        indices = self.order(self.epoch)[self.start:]
+        self._yielded = 0
+        for i in indices:
+            self._yielded += 1
+            yield i
 
 
-def publish_shards(mount, shards, name="default"):
-    """WebDataset-style: publish a plain list of shard paths in read order."""
-    return publish(mount, shards, name)
+def shard_order(shards, epoch, seed=0, rank=0, world_size=1):
+    """The shards of @rank in @epoch: all @shards shuffled by @seed + @epoch
+    (the same on every rank), then every @world_size-th from @rank."""
+    order = list(shards)
+    random.Random(seed * 1000003 + epoch).shuffle(order)
+    return order[rank::world_size]
+
+
+class ShardList:
+    """WebDataset without a sampler: this decides each epoch's shard order
+    (seeded, per rank), publishes it and the next one, and returns the
+    shards as paths under the mount for wds.WebDataset(...,
+    shardshuffle=False).  webdataset itself is never imported.
+
+        shards = ShardList("/mnt/data", names, seed=1, rank=r, world_size=w)
+        for e in range(epochs):
+            ds = wds.WebDataset(shards.epoch(e), shardshuffle=False)
+
+    @shards are paths relative to @mount (or absolute below it).  Best
+    effort unless @strict."""
+
+    def __init__(self, mount, shards, seed=0, name=None, rank=None, world_size=None,
+                 strict=False):
+        self.mount = mount
+        self.shards = [_rel(mount, s) for s in shards]
+        self.seed = seed
+        self.rank = rank if rank is not None else _rank_or(0)
+        self.world_size = world_size or _world_size_or(1)
+        self.name = name or (f"rank{rank}" if rank is not None else list_name())
+        self._pub = _Publisher(mount, self.name, strict)
+
+    def order(self, epoch):
+        """This rank's shards of @epoch, relative to the mount."""
+        return shard_order(self.shards, epoch, self.seed, self.rank, self.world_size)
+
+    def epoch(self, epoch, start=0):
+        """Begin @epoch (its first @start shards already read) and return its
+        shards as paths under the mount, from @start on."""
+        self._pub.begin(epoch, start, self.order)
+        self._pub.queue(epoch + 1, self.order)
+        return [os.path.join(self.mount, s) for s in self.order(epoch)[start:]]
+
+
+def _rank_or(default):
+    name = list_name()
+    return int(name[4:]) if name.startswith("rank") else default
+
+
+def _world_size_or(default):
+    if torch is not None:
+        try:
+            import torch.distributed as dist
+            if dist.is_available() and dist.is_initialized():
+                return dist.get_world_size()
+        except Exception:
+            pass
+    ws = os.environ.get("WORLD_SIZE", "")
+    return int(ws) if ws.isdigit() and int(ws) > 0 else default
+
+
+def publish_shards(mount, shards, name="default", epoch=None):
+    """A plain list of shard paths in read order (raises like publish())."""
+    return publish(mount, shards, name, epoch=epoch)

@@ -15,7 +15,7 @@ PKGS=(
   libcurl4-openssl-dev libxml2-dev
   libinih-dev libmicrohttpd-dev
   ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados
-  python3-pytest python3-boto3
+  python3-pytest python3-boto3 python3-torch python3-venv
   attr s3cmd
   dpkg-dev debhelper fakeroot python3-yaml man-db
   systemd

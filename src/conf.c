@@ -87,6 +87,8 @@ static const struct opt opts[] = {
 	  "POLICY        auto (epoch lists, else heat), heat or lru (default auto)" },
 	{ "heat-half-life", OPT_UINT, O(heat_half_life_s), 1, 0xffffffffU,
 	  "SECONDS heat decays by half in this time (default 604800)" },
+	{ "list-idle", OPT_UINT, O(list_idle_s), 0, 86400 * 365,
+	  "SECONDS   an epoch list without opens this long stops holding cache space; 0 never (default 300)" },
 	{ "rewarm", OPT_UINT, O(rewarm), 0, 10000000,
 	  "N            at mount, fetch the N hottest uncached files (default 0)" },
 	{ "log-level", OPT_SPECIAL, 0, 0, 0,
@@ -121,6 +123,7 @@ void conf_init(struct fusefs_conf *cf)
 	cf->passthrough = true;
 	cf->evict = strdup("auto");
 	cf->heat_half_life_s = 7 * 86400;
+	cf->list_idle_s = 300;
 	cf->log_level = LOG_INFO;
 }
 

@@ -423,6 +423,23 @@ static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 
 /* ---- lists ---- */
 
+/* the first line of a list's report: what happened, in words */
+static const char *commit_verdict(int rc, const struct list_report *rep)
+{
+	switch (rc) {
+	case 0:
+		return rep->outcome == LO_BEGUN ? "epoch begun" : "published";
+	case -ESTALE:
+		return "NOT published: an epoch older than the current one";
+	case -EBUSY:
+		return "NOT published: later epochs already queued";
+	case -ENOSPC:
+		return "NOT published: too many lists";
+	default:
+		return "NOT published";
+	}
+}
+
 int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		    size_t len, char **report)
 {
@@ -435,16 +452,26 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 	rc = lists_publish(c->d.lists, name, buf, len, resolve, c, &rep);
 	f = open_memstream(report, &rlen);
 	if (f) {
-		fprintf(f, "list %s: %s\n", name, rc ? "NOT published" :
-			"published");
+		fprintf(f, "list %s: %s\n", name, commit_verdict(rc, &rep));
 		list_report_print(&rep, f);
 		fclose(f);
 	}
-	if (!rc) {
+	if (!rc && rep.outcome == LO_BEGUN) {
+		log_info("list '%s': epoch %" PRId64 " begins", name,
+			 rep.begin_epoch);
+		prefetch_kick(c->d.pf);
+	} else if (!rc) {
 		stat_inc(c->d.st, lists_published);
-		log_info("list '%s' published: %" PRIu64 " of %" PRIu64
-			 " lines accepted", name, rep.accepted, rep.lines);
+		log_info("list '%s' published (epoch %" PRId64 ", %s): %" PRIu64
+			 " of %" PRIu64 " lines accepted", name,
+			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
+			 list_outcome_name(rep.outcome), rep.accepted,
+			 rep.lines);
 		prefetch_published(c->d.pf, rep.max_size);
+	} else if (rc == -ESTALE || rc == -EBUSY) {
+		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
+			 name, rep.epoch, list_outcome_name(rep.outcome),
+			 rep.current);
 	} else {
 		log_warn("list '%s' rejected: %" PRIu64 " lines, none usable",
 			 name, rep.lines);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* lists.c - see lists.h */
+/* lists.c - see lists.h and docs/epochs.md */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compiler.h"
 #include "htab.h"
@@ -22,16 +23,28 @@ struct epoch {
 	uint32_t n;
 	struct htab by_fid;	/* fid -> ent */
 	uint64_t bytes;
-	uint64_t opened, ready;	/* files opened, of which fully cached */
+	int64_t no;		/* epoch number */
+	uint64_t *read;		/* bit per ent: opened this epoch */
+	uint32_t low;		/* first ent neither read nor skipped */
+	uint32_t high;		/* one past the furthest ent opened */
+	uint32_t read_ahead;	/* read bits at idx >= low */
+	uint64_t opened, ready;	/* first opens, of which fully cached */
 };
 
 struct rlist {
 	char name[LIST_NAME_MAX];
-	struct epoch *cur, *next;
-	uint32_t pos;		/* files of cur the reader has passed */
+	struct epoch *cur;	/* NULL: none yet, or waiting for @want */
+	struct epoch *q[LIST_QUEUE_MAX];	/* queued, by number */
+	unsigned nq;
+	int64_t want;		/* begun, unpublished; or LIST_NO_EPOCH */
+	uint32_t want_at;
+	int64_t last_no;	/* number of the latest current epoch */
+	uint64_t *strag;	/* previous epoch's files still in flight, */
+	uint32_t nstrag;	/* sorted (see take_straggler()) */
 	uint64_t epochs;	/* completed (advanced past) */
 	double last_ratio;	/* hit ratio of the previous epoch, -1 none */
 	uint64_t lead_files, lead_bytes;
+	uint64_t active_ms;	/* last open, publish or begin */
 	struct list_report last_report;
 };
 
@@ -39,11 +52,23 @@ struct lists {
 	pthread_mutex_t lock;
 	struct rlist *l[LISTS_MAX];
 	unsigned n;
+	unsigned window;	/* out-of-order window, files */
+	uint64_t idle_ms;	/* 0: never idle */
+	lists_clock_fn now_ms;
+	void *clock_arg;
 };
 
 static uint64_t ent_key(const void *e)
 {
 	return ((const struct ent *)e)->fid;
+}
+
+static uint64_t mono_ms(void *arg)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void epoch_free(struct epoch *e)
@@ -52,6 +77,7 @@ static void epoch_free(struct epoch *e)
 		return;
 	htab_release(&e->by_fid);
 	free(e->ents);
+	free(e->read);
 	free(e);
 }
 
@@ -59,15 +85,23 @@ struct lists *lists_create(void)
 {
 	struct lists *l = calloc(1, sizeof(*l));
 
-	if (l)
-		pthread_mutex_init(&l->lock, NULL);
+	if (!l)
+		return NULL;
+	pthread_mutex_init(&l->lock, NULL);
+	l->window = LISTS_WINDOW_DEFAULT;
+	l->idle_ms = LISTS_IDLE_DEFAULT * 1000ULL;
+	l->now_ms = mono_ms;
 	return l;
 }
 
 static void rlist_free(struct rlist *r)
 {
+	unsigned i;
+
 	epoch_free(r->cur);
-	epoch_free(r->next);
+	for (i = 0; i < r->nq; i++)
+		epoch_free(r->q[i]);
+	free(r->strag);
 	free(r);
 }
 
@@ -81,6 +115,28 @@ void lists_destroy(struct lists *l)
 		rlist_free(l->l[i]);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
+}
+
+void lists_set_idle(struct lists *l, unsigned seconds)
+{
+	pthread_mutex_lock(&l->lock);
+	l->idle_ms = seconds * 1000ULL;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void lists_set_window(struct lists *l, unsigned files)
+{
+	pthread_mutex_lock(&l->lock);
+	l->window = MAX(files, 1U);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void lists_set_clock(struct lists *l, lists_clock_fn now_ms, void *arg)
+{
+	pthread_mutex_lock(&l->lock);
+	l->now_ms = now_ms ? now_ms : mono_ms;
+	l->clock_arg = arg;
+	pthread_mutex_unlock(&l->lock);
 }
 
 static bool name_ok(const char *name)
@@ -99,6 +155,85 @@ static bool name_ok(const char *name)
 	return true;
 }
 
+/* ---- one epoch: read bits, low and high ---- */
+
+static bool is_read(const struct epoch *e, uint32_t i)
+{
+	return e->read[i / 64] >> (i % 64) & 1;
+}
+
+/* files of the out-of-order window, and of the "just re-opened" one */
+static uint32_t ooo_window(const struct lists *l, const struct epoch *e)
+{
+	return MIN(l->window, e->n);
+}
+
+static uint32_t repeat_window(const struct lists *l, const struct epoch *e)
+{
+	return MIN(l->window, MAX(e->n / 4, 1U));
+}
+
+/* files the reader still has to open from low on */
+static uint64_t remaining(const struct epoch *e)
+{
+	return e->n - e->low - e->read_ahead;
+}
+
+/* low past the read files in front of it */
+static void settle_low(struct epoch *e)
+{
+	while (e->low < e->n && is_read(e, e->low)) {
+		e->low++;
+		e->read_ahead--;
+	}
+}
+
+/* skip every unread file below @to */
+static void raise_low(struct epoch *e, uint32_t to)
+{
+	for (; e->low < to; e->low++)
+		if (is_read(e, e->low))
+			e->read_ahead--;
+	settle_low(e);
+}
+
+/* ent @i (unread, >= low) was opened */
+static void mark_read(const struct lists *l, struct epoch *e, uint32_t i,
+		      bool ready)
+{
+	uint32_t w = ooo_window(l, e);
+
+	if (i >= e->low + w)	/* a jump: what it passes is skipped */
+		raise_low(e, i + 1 - w);
+	e->read[i / 64] |= 1ULL << (i % 64);
+	e->read_ahead++;
+	e->opened++;
+	e->ready += ready;
+	e->high = MAX(e->high, i + 1);
+	settle_low(e);
+}
+
+/* start over at @at: files below it count as read (a resume) */
+static void restart(struct epoch *e, uint64_t at)
+{
+	memset(e->read, 0, (e->n + 63) / 64 * sizeof(*e->read));
+	e->low = e->high = (uint32_t)MIN(at, (uint64_t)e->n);
+	e->read_ahead = 0;
+	e->opened = e->ready = 0;
+}
+
+static bool unread_ahead(const struct epoch *e, const struct ent *x)
+{
+	return x->idx >= e->low && !is_read(e, x->idx);
+}
+
+static bool fully_read(const struct epoch *e)
+{
+	return e->low >= e->n;
+}
+
+/* ---- parsing ---- */
+
 static void reject(struct list_report *rep, enum list_reject why)
 {
 	rep->rejected[why]++;
@@ -106,17 +241,122 @@ static void reject(struct list_report *rep, enum list_reject why)
 		rep->first_line[why] = rep->lines;
 }
 
-/* parse @text into a new epoch; NULL if nothing accepted or ENOMEM */
-static struct epoch *parse(const char *text, size_t len,
-			   list_resolve_fn resolve, void *arg,
-			   struct list_report *rep, int *err)
+/* the next blank-separated word of [*p, end); false if none */
+static bool word(const char **p, const char *end, const char **w, size_t *wl)
+{
+	const char *s = *p;
+
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	if (s == end)
+		return false;
+	*w = s;
+	while (s < end && *s != ' ' && *s != '\t')
+		s++;
+	*wl = s - *w;
+	*p = s;
+	return true;
+}
+
+static bool number(const char *w, size_t wl, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (!wl || wl > 19)
+		return false;
+	for (i = 0; i < wl; i++) {
+		if (w[i] < '0' || w[i] > '9')
+			return false;
+		v = v * 10 + (w[i] - '0');
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool is_word(const char *w, size_t wl, const char *s)
+{
+	return wl == strlen(s) && !memcmp(w, s, wl);
+}
+
+/*
+ * "# epoch N", "# begin", "# begin N", "# begin at K", "# begin N at K"
+ * (the '#' may touch the keyword); anything else is not a header.
+ */
+static bool header(const char *line, size_t ll, struct list_report *rep)
+{
+	const char *p = line + 1, *end = line + ll, *w;
+	uint64_t n, at = 0;
+	int64_t no = LIST_NO_EPOCH;
+	size_t wl;
+
+	if (!ll || line[0] != '#' || !word(&p, end, &w, &wl))
+		return false;
+	if (is_word(w, wl, "epoch")) {
+		if (!word(&p, end, &w, &wl) ||
+		    !number(w, wl, LIST_EPOCH_MAX - 1, &n) ||
+		    word(&p, end, &w, &wl))
+			return false;
+		rep->epoch = (int64_t)n;
+		return true;
+	}
+	if (!is_word(w, wl, "begin"))
+		return false;
+	if (!word(&p, end, &w, &wl))
+		goto out_ok;			/* "# begin" */
+	if (!is_word(w, wl, "at")) {
+		if (!number(w, wl, LIST_EPOCH_MAX - 1, &n))
+			return false;
+		no = (int64_t)n;
+		if (!word(&p, end, &w, &wl))
+			goto out_ok;		/* "# begin N" */
+		if (!is_word(w, wl, "at"))
+			return false;
+	}
+	if (!word(&p, end, &w, &wl) || !number(w, wl, UINT32_MAX, &at) ||
+	    word(&p, end, &w, &wl))
+		return false;
+out_ok:
+	rep->begin = true;
+	rep->begin_epoch = no;
+	rep->begin_at = at;
+	return true;
+}
+
+static int epoch_grow(struct epoch *e, size_t *cap)
+{
+	struct ent *ne;
+	size_t i;
+
+	*cap = *cap ? *cap * 2 : 1024;
+	ne = realloc(e->ents, *cap * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	/* the table points into the array: rebuild it */
+	e->ents = ne;
+	htab_release(&e->by_fid);
+	for (i = 0; i < e->n; i++)
+		if (htab_put(&e->by_fid, &e->ents[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * parse @text into a new epoch (headers into @rep); *@out NULL if no path
+ * was accepted.  Return 0 or -ENOMEM.
+ */
+static int parse(const char *text, size_t len, list_resolve_fn resolve,
+		 void *arg, struct list_report *rep, struct epoch **out)
 {
 	struct epoch *e = calloc(1, sizeof(*e));
 	size_t at = 0, cap = 0;
+	bool in_header = true;
 
-	*err = -ENOMEM;
+	*out = NULL;
 	if (!e)
-		return NULL;
+		return -ENOMEM;
 	htab_init(&e->by_fid, ent_key);
 	while (at < len) {
 		const char *line = text + at, *nl = memchr(line, '\n', len - at);
@@ -128,6 +368,11 @@ static struct epoch *parse(const char *text, size_t len,
 		rep->lines++;
 		if (ll && line[ll - 1] == '\r')
 			ll--;
+		if (in_header && ll <= LIST_LINE_MAX && header(line, ll, rep)) {
+			rep->headers++;
+			continue;
+		}
+		in_header = false;
 		while (ll && line[0] == '/') {	/* "/a/b" means "a/b" */
 			line++;
 			ll--;
@@ -157,21 +402,9 @@ static struct epoch *parse(const char *text, size_t len,
 			reject(rep, LR_DUPLICATE);
 			continue;
 		}
-		if (e->n == cap) {
-			struct ent *ne;
-			size_t i;
-
-			cap = cap ? cap * 2 : 1024;
-			ne = realloc(e->ents, cap * sizeof(*ne));
-			if (!ne)
-				goto out_free;
-			/* the table points into the array: rebuild it */
-			e->ents = ne;
-			htab_release(&e->by_fid);
-			for (i = 0; i < e->n; i++)
-				if (htab_put(&e->by_fid, &e->ents[i]))
-					goto out_free;
-		}
+		if (e->n == UINT32_MAX - 1 ||
+		    (e->n == cap && epoch_grow(e, &cap)))
+			goto out_free;
 		e->ents[e->n] = (struct ent){ .fid = fid, .size = size, .idx = e->n };
 		if (htab_put(&e->by_fid, &e->ents[e->n]))
 			goto out_free;
@@ -182,15 +415,20 @@ static struct epoch *parse(const char *text, size_t len,
 		rep->bytes += size;
 	}
 	if (!e->n) {
-		*err = -EINVAL;
-		goto out_free;
+		epoch_free(e);
+		return 0;
 	}
-	*err = 0;
-	return e;
+	e->read = calloc((e->n + 63) / 64, sizeof(*e->read));
+	if (!e->read)
+		goto out_free;
+	*out = e;
+	return 0;
 out_free:
 	epoch_free(e);
-	return NULL;
+	return -ENOMEM;
 }
+
+/* ---- a list's epochs ---- */
 
 static struct rlist *find(struct lists *l, const char *name)
 {
@@ -202,15 +440,300 @@ static struct rlist *find(struct lists *l, const char *name)
 	return NULL;
 }
 
-static void advance(struct rlist *r)
+static int find_or_add(struct lists *l, const char *name, uint64_t now,
+		       struct rlist **out)
 {
-	if (r->cur->opened)
-		r->last_ratio = (double)r->cur->ready / r->cur->opened;
+	struct rlist *r = find(l, name);
+
+	if (!r) {
+		if (l->n == LISTS_MAX)
+			return -ENOSPC;
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		snprintf(r->name, sizeof(r->name), "%s", name);
+		r->last_ratio = -1;
+		r->want = LIST_NO_EPOCH;
+		r->last_no = LIST_NO_EPOCH;
+		r->active_ms = now;
+		l->l[l->n++] = r;
+	}
+	*out = r;
+	return 0;
+}
+
+static bool is_idle(const struct lists *l, const struct rlist *r, uint64_t now)
+{
+	return l->idle_ms && now - r->active_ms >= l->idle_ms;
+}
+
+static void drop_stragglers(struct rlist *r)
+{
+	free(r->strag);
+	r->strag = NULL;
+	r->nstrag = 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* remember the current epoch's unread files between low and high */
+static void keep_stragglers(struct rlist *r)
+{
+	struct epoch *e = r->cur;
+	uint32_t i, n = 0;
+
+	drop_stragglers(r);
+	if (!e || e->high <= e->low)
+		return;
+	r->strag = malloc((e->high - e->low) * sizeof(*r->strag));
+	if (!r->strag)
+		return;			/* only costs precision */
+	for (i = e->low; i < e->high; i++)
+		if (!is_read(e, i))
+			r->strag[n++] = e->ents[i].fid;
+	r->nstrag = n;
+	qsort(r->strag, n, sizeof(*r->strag), cmp_u64);
+}
+
+/* true if @fid was a straggler of @r's previous epoch (it is no more) */
+static bool take_straggler(struct rlist *r, uint64_t fid)
+{
+	uint64_t *s;
+
+	if (!r->nstrag)
+		return false;
+	s = bsearch(&fid, r->strag, r->nstrag, sizeof(*s), cmp_u64);
+	if (!s)
+		return false;
+	memmove(s, s + 1, (r->strag + --r->nstrag - s) * sizeof(*s));
+	return true;
+}
+
+/* the current epoch is over: remember its hit ratio and free it */
+static void retire(struct rlist *r)
+{
+	if (!r->cur)
+		return;
+	r->last_ratio = r->cur->opened ?
+			(double)r->cur->ready / r->cur->opened : -1;
 	epoch_free(r->cur);
-	r->cur = r->next;
-	r->next = NULL;
-	r->pos = 0;
+	r->cur = NULL;
 	r->epochs++;
+	r->lead_files = r->lead_bytes = 0;
+}
+
+static struct epoch *pop_queued(struct rlist *r)
+{
+	struct epoch *e = r->q[0];
+
+	memmove(r->q, r->q + 1, --r->nq * sizeof(*r->q));
+	return e;
+}
+
+static void make_current(struct rlist *r, struct epoch *e, uint64_t at)
+{
+	r->cur = e;
+	restart(e, at);
+	r->last_no = e->no;
+	r->want = LIST_NO_EPOCH;
+}
+
+/* the first queued epoch becomes current (or none is) */
+static void advance(struct rlist *r, bool stragglers)
+{
+	if (stragglers)
+		keep_stragglers(r);
+	else
+		drop_stragglers(r);
+	retire(r);
+	if (r->nq)
+		make_current(r, pop_queued(r), 0);
+}
+
+/* drop queued epochs numbered below @no (all of them if @all) */
+static void drop_queued(struct rlist *r, int64_t no, bool all)
+{
+	while (r->nq && (all || r->q[0]->no < no))
+		epoch_free(pop_queued(r));
+}
+
+/* epoch @no (LIST_NO_EPOCH: the next one) begins, @at files in; its number */
+static int64_t begin(struct rlist *r, int64_t no, uint64_t at)
+{
+	int64_t was = r->cur ? r->cur->no : r->want;
+
+	drop_stragglers(r);
+	if (no == LIST_NO_EPOCH) {
+		if (r->nq)
+			no = r->q[0]->no;
+		else if (r->cur)
+			no = r->cur->no + 1;
+		else if (r->want != LIST_NO_EPOCH)
+			no = r->want;
+		else
+			no = r->last_no + 1;
+	}
+	if (r->cur && r->cur->no == no) {
+		restart(r->cur, at);	/* from the start, or resumed */
+		return no;
+	}
+	retire(r);
+	/* back to an earlier epoch (a restart): what was queued is void */
+	drop_queued(r, no, was != LIST_NO_EPOCH && no < was);
+	if (r->nq && r->q[0]->no == no) {
+		make_current(r, pop_queued(r), at);
+		return no;
+	}
+	r->want = no;
+	r->want_at = (uint32_t)MIN(at, (uint64_t)UINT32_MAX);
+	return no;
+}
+
+/*
+ * @e replaces the current epoch (same number): the files the reader
+ * passed (read, or below low: skipped or before a resume point) stay
+ * passed, whatever their new places, and the position is one past the
+ * furthest of them.
+ */
+static void replace_current(const struct lists *l, struct rlist *r,
+			    struct epoch *e)
+{
+	struct epoch *old = r->cur;
+	uint32_t i;
+
+	for (i = 0; i < old->n; i++) {
+		struct ent *x;
+
+		if (i >= old->low && !is_read(old, i))
+			continue;
+		x = htab_get(&e->by_fid, old->ents[i].fid);
+		if (x) {
+			e->read[x->idx / 64] |= 1ULL << (x->idx % 64);
+			e->read_ahead++;
+			e->high = MAX(e->high, x->idx + 1);
+		}
+	}
+	if (e->high > ooo_window(l, e))
+		raise_low(e, e->high - ooo_window(l, e));
+	settle_low(e);
+	e->opened = old->opened;
+	e->ready = old->ready;
+	epoch_free(old);
+	r->cur = e;
+}
+
+/* queue @e by number; the outcome */
+static enum list_outcome enqueue(struct rlist *r, struct epoch *e)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nq && r->q[i]->no < e->no; i++)
+		;
+	if (i < r->nq && r->q[i]->no == e->no) {
+		epoch_free(r->q[i]);
+		r->q[i] = e;
+		return LO_QUEUED;
+	}
+	if (r->nq == LIST_QUEUE_MAX) {
+		if (i == r->nq)
+			return LO_QUEUE_FULL;
+		epoch_free(r->q[--r->nq]);	/* the furthest goes */
+	}
+	memmove(r->q + i + 1, r->q + i, (r->nq - i) * sizeof(*r->q));
+	r->q[i] = e;
+	r->nq++;
+	return LO_QUEUED;
+}
+
+/* a list without a number: after the current one, replacing the queue */
+static enum list_outcome place_unnumbered(struct rlist *r, struct epoch *e)
+{
+	if (r->cur && fully_read(r->cur))
+		advance(r, false);
+	if (!r->cur && !r->nq) {
+		uint32_t at = r->want != LIST_NO_EPOCH ? r->want_at : 0;
+
+		e->no = r->want != LIST_NO_EPOCH ? r->want : r->last_no + 1;
+		make_current(r, e, at);
+		return LO_CURRENT;
+	}
+	drop_queued(r, 0, true);
+	e->no = (r->cur ? r->cur->no : r->want) + 1;
+	r->q[r->nq++] = e;
+	return LO_QUEUED;
+}
+
+static enum list_outcome place_numbered(const struct lists *l,
+					struct rlist *r, struct epoch *e,
+					bool idle)
+{
+	int64_t c = r->cur ? r->cur->no : r->want;
+
+	if (r->cur && e->no > c && fully_read(r->cur)) {
+		advance(r, false);
+		c = r->cur ? r->cur->no : LIST_NO_EPOCH;
+	}
+	if (c != LIST_NO_EPOCH && e->no < c) {
+		if (!idle)
+			return LO_STALE;
+		/* the reader went away: a new run may number from 0 */
+		drop_stragglers(r);
+		retire(r);
+		drop_queued(r, 0, true);
+		r->want = LIST_NO_EPOCH;
+		c = LIST_NO_EPOCH;
+	}
+	if (r->cur && e->no == c) {
+		replace_current(l, r, e);
+		return LO_REPLACED;
+	}
+	if (!r->cur && (c == LIST_NO_EPOCH || e->no == c)) {
+		make_current(r, e, c == LIST_NO_EPOCH ? 0 : r->want_at);
+		return LO_CURRENT;
+	}
+	return enqueue(r, e);
+}
+
+static int publish_locked(struct lists *l, struct rlist *r, struct epoch *e,
+			  struct list_report *rep, uint64_t now)
+{
+	bool idle = is_idle(l, r, now);
+	int rc = 0;
+
+	if (rep->begin)
+		rep->begin_epoch = begin(r, rep->begin_epoch != LIST_NO_EPOCH ?
+					 rep->begin_epoch : rep->epoch,
+					 rep->begin_at);
+	if (!e) {
+		rep->outcome = LO_BEGUN;
+	} else if (rep->epoch == LIST_NO_EPOCH) {
+		rep->outcome = place_unnumbered(r, e);
+	} else {
+		e->no = rep->epoch;
+		rep->outcome = place_numbered(l, r, e, idle);
+	}
+	if (rep->outcome == LO_STALE)
+		rc = -ESTALE;
+	else if (rep->outcome == LO_QUEUE_FULL)
+		rc = -EBUSY;
+	if (rc)
+		epoch_free(e);
+	r->active_ms = now;
+	rep->current = r->cur ? r->cur->no : LIST_NO_EPOCH;
+	return rc;
+}
+
+static void report_init(struct list_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->epoch = LIST_NO_EPOCH;
+	rep->begin_epoch = LIST_NO_EPOCH;
+	rep->current = LIST_NO_EPOCH;
 }
 
 int lists_publish(struct lists *l, const char *name, const char *text,
@@ -219,65 +742,140 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 {
 	struct epoch *e;
 	struct rlist *r;
-	int err;
+	uint64_t now;
+	int rc;
 
-	memset(rep, 0, sizeof(*rep));
+	report_init(rep);
 	if (!name_ok(name))
 		return -EINVAL;
-	e = parse(text, len, resolve, arg, rep, &err);
-	if (!e)
-		return err;
+	rc = parse(text, len, resolve, arg, rep, &e);
+	if (rc)
+		return rc;
+	/* a begin alone has no path line; paths all refused change nothing */
+	if (!e && (!rep->begin || rep->lines > rep->headers +
+				 rep->rejected[LR_EMPTY]))
+		return -EINVAL;
 	pthread_mutex_lock(&l->lock);
-	r = find(l, name);
-	if (!r) {
-		if (l->n == LISTS_MAX) {
-			pthread_mutex_unlock(&l->lock);
-			epoch_free(e);
-			return -ENOSPC;
-		}
-		r = calloc(1, sizeof(*r));
-		if (!r) {
-			pthread_mutex_unlock(&l->lock);
-			epoch_free(e);
-			return -ENOMEM;
-		}
-		snprintf(r->name, sizeof(r->name), "%s", name);
-		r->last_ratio = -1;
-		l->l[l->n++] = r;
+	now = l->now_ms(l->clock_arg);
+	rc = find_or_add(l, name, now, &r);
+	if (rc) {
+		pthread_mutex_unlock(&l->lock);
+		epoch_free(e);
+		return rc;
 	}
-	if (r->cur && r->pos >= r->cur->n)
-		advance(r);		/* the current epoch was read to its end */
-	if (!r->cur) {
-		r->cur = e;
-		r->pos = 0;
-	} else {
-		epoch_free(r->next);	/* the newest "next epoch" wins */
-		r->next = e;
-	}
+	rc = publish_locked(l, r, e, rep, now);
 	r->last_report = *rep;
 	pthread_mutex_unlock(&l->lock);
-	return 0;
+	return rc;
+}
+
+int lists_begin(struct lists *l, const char *name, int64_t epoch,
+		uint64_t at)
+{
+	struct list_report rep;
+	struct rlist *r;
+	uint64_t now;
+	int rc;
+
+	report_init(&rep);
+	if (!name_ok(name) || epoch < LIST_NO_EPOCH || epoch >= LIST_EPOCH_MAX)
+		return -EINVAL;
+	rep.begin = true;
+	rep.begin_epoch = epoch;
+	rep.begin_at = at;
+	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
+	rc = find_or_add(l, name, now, &r);
+	if (!rc)
+		rc = publish_locked(l, r, NULL, &rep, now);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+/* ---- the reader ---- */
+
+/* an open of @x in the current epoch of @r, in order or a jump */
+static void open_current(const struct lists *l, struct rlist *r,
+			 const struct ent *x, bool ready)
+{
+	if (unread_ahead(r->cur, x))
+		mark_read(l, r->cur, x->idx, ready);
+	if (r->nstrag && r->cur->high > ooo_window(l, r->cur))
+		drop_stragglers(r);	/* a window into the new epoch */
+}
+
+/* does @r expect @fid now: a straggler, an open in order, a repeat */
+static bool expected(const struct lists *l, struct rlist *r, uint64_t fid,
+		     bool ready)
+{
+	struct epoch *e = r->cur;
+	struct ent *x;
+
+	if (take_straggler(r, fid))
+		return true;
+	x = e ? htab_get(&e->by_fid, fid) : NULL;
+	if (!x)
+		return false;
+	if (unread_ahead(e, x)) {
+		if (x->idx >= e->low + ooo_window(l, e))
+			return false;
+		open_current(l, r, x, ready);
+		return true;
+	}
+	/* opened again right after the first time: not a new pass */
+	return is_read(e, x->idx) && x->idx + repeat_window(l, e) >= e->high;
+}
+
+/* is @fid in the first queued epoch, within the window of its start */
+static bool queued_head(const struct lists *l, const struct rlist *r,
+			uint64_t fid)
+{
+	const struct ent *x;
+
+	if (!r->nq)
+		return false;
+	x = htab_get(&r->q[0]->by_fid, fid);
+	return x && x->idx < ooo_window(l, r->q[0]);
+}
+
+/* the reader of @r started its next epoch with @fid */
+static void open_advancing(const struct lists *l, struct rlist *r,
+			   uint64_t fid, bool ready)
+{
+	advance(r, true);
+	open_current(l, r, htab_get(&r->cur->by_fid, fid), ready);
 }
 
 void lists_note_open(struct lists *l, uint64_t fid, bool ready)
 {
+	bool claimed = false, advanced = false;
+	uint64_t now;
 	unsigned i;
 
 	pthread_mutex_lock(&l->lock);
-	for (i = 0; i < l->n; i++) {
-		struct rlist *r = l->l[i];
-		struct ent *e = r->cur ? htab_get(&r->cur->by_fid, fid) : NULL;
-
-		if (!e && r->next && htab_get(&r->next->by_fid, fid)) {
-			advance(r);	/* the reader started the next epoch */
-			e = htab_get(&r->cur->by_fid, fid);
+	now = l->now_ms(l->clock_arg);
+	/* 1. the lists that expect this open */
+	for (i = 0; i < l->n; i++)
+		if (expected(l, l->l[i], fid, ready)) {
+			l->l[i]->active_ms = now;
+			claimed = true;
 		}
-		if (!e)
-			continue;
-		r->cur->opened++;
-		r->cur->ready += ready;
-		if (e->idx >= r->pos)
-			r->pos = e->idx + 1;
+	/* 2. readers that started their next epoch */
+	for (i = 0; i < l->n && !claimed; i++)
+		if (queued_head(l, l->l[i], fid)) {
+			open_advancing(l, l->l[i], fid, ready);
+			l->l[i]->active_ms = now;
+			advanced = true;
+		}
+	/* 3. nobody expected it: a jump ahead (a stray re-read is nothing) */
+	for (i = 0; i < l->n && !claimed && !advanced; i++) {
+		struct rlist *r = l->l[i];
+		struct ent *x = r->cur ? htab_get(&r->cur->by_fid, fid) : NULL;
+
+		if (x && unread_ahead(r->cur, x)) {
+			open_current(l, r, x, ready);
+			r->active_ms = now;
+		}
 	}
 	pthread_mutex_unlock(&l->lock);
 }
@@ -285,93 +883,163 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready)
 uint64_t lists_next_use(void *arg, uint64_t fid)
 {
 	struct lists *l = arg;
-	uint64_t best = UINT64_MAX;
-	unsigned i;
+	uint64_t best = UINT64_MAX, now;
+	unsigned i, k;
 
 	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
 	for (i = 0; i < l->n; i++) {
 		struct rlist *r = l->l[i];
-		struct ent *e;
-		uint64_t d = UINT64_MAX;
+		struct ent *x;
+		uint64_t base = 0;
 
-		if (!r->cur)
+		if (is_idle(l, r, now))
 			continue;
-		e = htab_get(&r->cur->by_fid, fid);
-		if (e && e->idx >= r->pos) {
-			d = e->idx - r->pos;
-		} else if (r->next) {
-			e = htab_get(&r->next->by_fid, fid);
-			if (e)
-				d = (uint64_t)(r->cur->n - MIN(r->pos, r->cur->n)) + e->idx;
+		if (r->cur) {
+			x = htab_get(&r->cur->by_fid, fid);
+			if (x && unread_ahead(r->cur, x)) {
+				best = MIN(best,
+					   (uint64_t)(x->idx - r->cur->low));
+				continue;
+			}
+			base = remaining(r->cur);
 		}
-		best = MIN(best, d);
+		for (k = 0; k < r->nq; k++) {
+			x = htab_get(&r->q[k]->by_fid, fid);
+			if (x) {
+				best = MIN(best, base + x->idx);
+				break;
+			}
+			base += r->q[k]->n;
+		}
 	}
 	pthread_mutex_unlock(&l->lock);
 	return best;
 }
 
-/* the k-th file ahead of @r's reader, or false */
-static bool ahead(const struct rlist *r, size_t k, uint64_t *fid)
-{
-	size_t left;
+/* ---- walking ahead of a reader ---- */
 
-	if (!r->cur)
-		return false;
-	left = r->cur->n - MIN(r->pos, r->cur->n);
-	if (k < left) {
-		*fid = r->cur->ents[r->pos + k].fid;
-		return true;
+struct cursor {
+	const struct rlist *r;
+	int ep;			/* -1: the current epoch, else in q */
+	uint32_t i;
+};
+
+static void cursor_init(struct cursor *c, const struct rlist *r)
+{
+	c->r = r;
+	c->ep = -1;
+	c->i = r->cur ? r->cur->low : 0;
+}
+
+/* the next file @c's reader will open, or NULL */
+static const struct ent *cursor_next(struct cursor *c)
+{
+	for (;;) {
+		const struct epoch *e = c->ep < 0 ? c->r->cur :
+			(unsigned)c->ep < c->r->nq ? c->r->q[c->ep] : NULL;
+
+		if (!e && c->ep >= 0)
+			return NULL;
+		if (!e || c->i >= e->n) {
+			c->ep++;
+			c->i = 0;
+			continue;
+		}
+		if (c->ep < 0 && is_read(e, c->i)) {
+			c->i++;
+			continue;
+		}
+		return &e->ents[c->i++];
 	}
-	k -= left;
-	if (r->next && k < r->next->n) {
-		*fid = r->next->ents[k].fid;
-		return true;
-	}
-	return false;
 }
 
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max)
 {
+	struct cursor cur[LISTS_MAX];
+	unsigned i, n = 0;
 	size_t out = 0, k;
 	bool more = true;
-	unsigned i;
+	uint64_t now;
 
 	pthread_mutex_lock(&l->lock);
-	for (k = skip; more && out < max; k++) {
+	now = l->now_ms(l->clock_arg);
+	for (i = 0; i < l->n; i++) {
+		if (is_idle(l, l->l[i], now))
+			continue;
+		cursor_init(&cur[n], l->l[i]);
+		for (k = 0; k < skip && cursor_next(&cur[n]); k++)
+			;
+		if (k == skip)
+			n++;
+	}
+	while (more && out < max) {
 		more = false;
-		for (i = 0; i < l->n && out < max; i++) {
-			uint64_t fid;
+		for (i = 0; i < n && out < max; i++) {
+			const struct ent *x;
 
-			if (ahead(l->l[i], k, &fid)) {
-				fids[out++] = fid;
-				more = true;
+			if (!cur[i].r)
+				continue;
+			x = cursor_next(&cur[i]);
+			if (!x) {
+				cur[i].r = NULL;
+				continue;
 			}
+			fids[out++] = x->fid;
+			more = true;
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
 	return out;
 }
 
-void lists_set_lead(struct lists *l, uint64_t fid_at_reader, uint64_t files,
-		    uint64_t bytes)
+void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
+		     size_t n)
 {
-	unsigned i;
+	uint64_t *set = malloc((n ? n : 1) * sizeof(*set));
+	size_t i, ns = 0;
 
+	if (!set)
+		return;
+	for (i = 0; i < n; i++)
+		if (ready[i])
+			set[ns++] = fids[i];
+	qsort(set, ns, sizeof(*set), cmp_u64);
 	pthread_mutex_lock(&l->lock);
 	for (i = 0; i < l->n; i++) {
-		uint64_t fid;
+		struct rlist *r = l->l[i];
+		const struct ent *x;
+		struct cursor c;
+		uint64_t files = 0, bytes = 0;
 
-		if (ahead(l->l[i], 0, &fid) && fid == fid_at_reader) {
-			l->l[i]->lead_files = files;
-			l->l[i]->lead_bytes = bytes;
+		cursor_init(&c, r);
+		while (files < ns && (x = cursor_next(&c)) &&
+		       bsearch(&x->fid, set, ns, sizeof(*set), cmp_u64)) {
+			files++;
+			bytes += x->size;
 		}
+		r->lead_files = files;
+		r->lead_bytes = bytes;
 	}
 	pthread_mutex_unlock(&l->lock);
+	free(set);
 }
+
+/* ---- texts ---- */
 
 static const char *const reason_names[LR_NREASONS] = {
 	"empty", "unknown", "directory", "duplicate", "too_long", "binary",
 };
+
+static const char *const outcome_names[LO_NOUTCOMES] = {
+	"none", "current", "queued", "replaced", "begun", "stale",
+	"queue_full",
+};
+
+const char *list_outcome_name(enum list_outcome o)
+{
+	return o < LO_NOUTCOMES ? outcome_names[o] : "none";
+}
 
 void list_report_print(const struct list_report *r, FILE *f)
 {
@@ -385,19 +1053,32 @@ void list_report_print(const struct list_report *r, FILE *f)
 			fprintf(f, " (first at line %" PRIu64 ")", r->first_line[k]);
 		fputc('\n', f);
 	}
+	fprintf(f, "max_file_bytes %" PRIu64 "\nheaders %" PRIu64
+		"\nlist_epoch %" PRId64 "\n", r->max_size, r->headers, r->epoch);
+	if (r->begin)
+		fprintf(f, "begin_epoch %" PRId64 "\nbegin_at %" PRIu64 "\n",
+			r->begin_epoch, r->begin_at);
+	fprintf(f, "outcome %s\ncurrent_epoch %" PRId64 "\n",
+		list_outcome_name(r->outcome), r->current);
 }
 
-enum { K_POS, K_FILES, K_NEXT, K_EPOCHS, K_LEADF, K_LEADB, K_HIT, K_LAST, K_N };
+enum {
+	K_POS, K_FILES, K_NEXT, K_EPOCHS, K_LEADF, K_LEADB, K_HIT, K_LAST,
+	K_EPOCH, K_NEXTNO, K_QUEUED, K_READ, K_REMAINING, K_IDLE, K_N
+};
 
-static int64_t list_value(const struct rlist *r, int k)
+static int64_t list_value(const struct lists *l, const struct rlist *r,
+			  int k, uint64_t now)
 {
+	const struct epoch *e = r->cur;
+
 	switch (k) {
 	case K_POS:
-		return r->pos;
+		return e ? e->high : 0;
 	case K_FILES:
-		return r->cur ? r->cur->n : 0;
+		return e ? e->n : 0;
 	case K_NEXT:
-		return r->next ? r->next->n : 0;
+		return r->nq ? r->q[0]->n : 0;
 	case K_EPOCHS:
 		return r->epochs;
 	case K_LEADF:
@@ -405,10 +1086,21 @@ static int64_t list_value(const struct rlist *r, int k)
 	case K_LEADB:
 		return r->lead_bytes;
 	case K_HIT:
-		return r->cur && r->cur->opened ?
-		       (int64_t)(r->cur->ready * 1000 / r->cur->opened) : 0;
-	default:
+		return e && e->opened ? (int64_t)(e->ready * 1000 / e->opened) : 0;
+	case K_LAST:
 		return r->last_ratio < 0 ? -1 : (int64_t)(r->last_ratio * 1000);
+	case K_EPOCH:
+		return e ? e->no : r->want;
+	case K_NEXTNO:
+		return r->nq ? r->q[0]->no : LIST_NO_EPOCH;
+	case K_QUEUED:
+		return r->nq;
+	case K_READ:
+		return e ? (int64_t)e->opened : 0;
+	case K_REMAINING:
+		return e ? (int64_t)remaining(e) : 0;
+	default:
+		return is_idle(l, r, now);
 	}
 }
 
@@ -417,22 +1109,37 @@ void lists_print(struct lists *l, FILE *f)
 	static const char *const keys[K_N] = {
 		"position", "files", "next_epoch_files", "epochs_done",
 		"lead_files", "lead_bytes", "hit_ratio_permille",
-		"last_hit_ratio_permille",
+		"last_hit_ratio_permille", "epoch", "next_epoch", "queued",
+		"read", "remaining", "idle",
 	};
+	uint64_t now;
 	unsigned i;
 	int k;
 
 	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
 	for (k = 0; k < K_N; k++)	/* grouped by name, for Prometheus */
 		for (i = 0; i < l->n; i++)
 			fprintf(f, "list_%s{list=\"%s\"} %" PRId64 "\n", keys[k],
-				l->l[i]->name, list_value(l->l[i], k));
+				l->l[i]->name, list_value(l, l->l[i], k, now));
 	pthread_mutex_unlock(&l->lock);
+}
+
+static const char *state_name(const struct lists *l, const struct rlist *r,
+			      uint64_t now)
+{
+	if (is_idle(l, r, now))
+		return "idle";
+	if (!r->cur)
+		return r->want != LIST_NO_EPOCH ? "waiting" : "empty";
+	return fully_read(r->cur) ? "done" : "reading";
 }
 
 void lists_print_one(struct lists *l, const char *name, FILE *f)
 {
+	const struct epoch *e;
 	struct rlist *r;
+	uint64_t now;
 
 	pthread_mutex_lock(&l->lock);
 	r = find(l, name);
@@ -441,14 +1148,22 @@ void lists_print_one(struct lists *l, const char *name, FILE *f)
 		fprintf(f, "list %s: not published\n", name);
 		return;
 	}
+	now = l->now_ms(l->clock_arg);
+	e = r->cur;
 	fprintf(f, "list %s\nposition %u\nfiles %u\nnext_epoch_files %u\n"
 		"epochs_done %" PRIu64 "\nlead_files %" PRIu64
 		"\nlead_bytes %" PRIu64 "\nhit_ratio %.3f\nlast_hit_ratio %.3f\n",
-		r->name, r->pos, r->cur ? r->cur->n : 0,
-		r->next ? r->next->n : 0, r->epochs, r->lead_files,
-		r->lead_bytes, r->cur && r->cur->opened ?
-		(double)r->cur->ready / r->cur->opened : 0.0,
-		r->last_ratio);
+		r->name, e ? e->high : 0, e ? e->n : 0,
+		r->nq ? r->q[0]->n : 0, r->epochs, r->lead_files,
+		r->lead_bytes, e && e->opened ?
+		(double)e->ready / e->opened : 0.0, r->last_ratio);
+	fprintf(f, "state %s\nepoch %" PRId64 "\nlow %u\nread %" PRIu64
+		"\nremaining %" PRIu64 "\nnext_epoch %" PRId64 "\nqueued %u\n"
+		"idle_seconds %" PRIu64 "\nwindow %u\n",
+		state_name(l, r, now), e ? e->no : r->want, e ? e->low : 0,
+		e ? e->opened : 0, e ? remaining(e) : 0,
+		r->nq ? r->q[0]->no : LIST_NO_EPOCH, r->nq,
+		(now - r->active_ms) / 1000, e ? ooo_window(l, e) : 0);
 	fprintf(f, "# last publish\n");
 	list_report_print(&r->last_report, f);
 	pthread_mutex_unlock(&l->lock);

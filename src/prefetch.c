@@ -22,6 +22,7 @@ struct prefetcher {
 	struct bgthread *thread;	/* NULL once stopped */
 	bool full;		/* a prefetched chunk was not admitted */
 	uint64_t *fids;		/* the prefetch thread's */
+	bool *ready;		/* fids[i] is on disk (for the leads) */
 };
 
 static void on_done(void *arg, bool stored)
@@ -82,8 +83,7 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 static void round_once(struct prefetcher *p)
 {
 	size_t i, n = lists_window(p->lists, 0, p->fids, WINDOW_FILES);
-	uint64_t lead_files = 0, lead_bytes = 0;
-	bool leading = true, busy = false;
+	bool busy = false;
 
 	for (i = 0; i < n && !busy; i++) {
 		uint64_t size;
@@ -91,22 +91,17 @@ static void round_once(struct prefetcher *p)
 		struct cache_ident ci;
 		uint32_t c, missing;
 
+		p->ready[i] = false;
 		if (!ce)
 			continue;
 		cache_ident(ce, &ci);
 		missing = cache_missing(p->c, ce);
 		if (!missing) {
 			/* ready means on disk, not merely in flight */
-			if (leading && cache_is_complete(p->c, ce)) {
-				lead_files++;
-				lead_bytes += size;
-			} else {
-				leading = false;
-			}
+			p->ready[i] = cache_is_complete(p->c, ce);
 			cache_busy_put(p->c, ce);
 			continue;
 		}
-		leading = false;
 		pthread_mutex_lock(&p->lock);
 		busy = p->full;
 		pthread_mutex_unlock(&p->lock);
@@ -142,8 +137,8 @@ static void round_once(struct prefetcher *p)
 		}
 		cache_busy_put(p->c, ce);
 	}
-	if (n)
-		lists_set_lead(p->lists, p->fids[0], lead_files, lead_bytes);
+	/* each list's lead: the ready files at the head of its window */
+	lists_set_ready(p->lists, p->fids, p->ready, i);
 }
 
 static int64_t prefetch_tick(void *arg)
@@ -164,7 +159,10 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	if (!p)
 		return -ENOMEM;
 	p->fids = calloc(WINDOW_FILES, sizeof(*p->fids));
-	if (!p->fids) {
+	p->ready = calloc(WINDOW_FILES, sizeof(*p->ready));
+	if (!p->fids || !p->ready) {
+		free(p->fids);
+		free(p->ready);
 		free(p);
 		return -ENOMEM;
 	}
@@ -179,6 +177,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 			    prefetch_tick, p);
 	if (rc) {
 		free(p->fids);
+		free(p->ready);
 		free(p);
 		return rc;
 	}
@@ -206,5 +205,6 @@ void prefetch_destroy(struct prefetcher *p)
 	prefetch_stop(p);
 	/* the fetcher, drained and freed before, holds no callback to us */
 	free(p->fids);
+	free(p->ready);
 	free(p);
 }

@@ -70,8 +70,8 @@ def test_list_larger_than_cache_keeps_the_window(mounter, shards, tmp_path):
     order = sorted(shards)
     random.Random(4).shuffle(order)
     r = run_fusefs("prefetch", m.mnt, "--list", list_file(tmp_path, order), "--wait",
-                   "--timeout", "30")
-    assert r.returncode == 0, r.stderr
+                   "--timeout", "30", "--stall", "3")
+    assert r.returncode == 4, r.stderr                  # cache full ahead of the reader
     assert wait_for(lambda: sum(cached(m, n) for n in order[:8]) == 8 * MiB)
     time.sleep(1)
     assert sum(cached(m, n) for n in order[8:]) == 0   # window not evicted

@@ -3,7 +3,8 @@
  * ctl.c: control inodes (ctl_kind, lookup, readdir, which are writable),
  * paths one a line for pin/unpin/evict (files, directories expanded to
  * their files, unknown paths, CRLF, the root), lists published through a
- * list inode and ctl_commit_list, warm input, and the texts read back
+ * list inode and ctl_commit_list (numbered epochs, begins, stale and
+ * queue-full refusals with their errno), warm input, and the texts read back
  * (stats, heat, a list's status).  The mount is a real namespace
  * (nsmgr.c) and cache over the in-memory backend; only cache functions
  * ctl.c itself calls are used, and results are read through ctl.
@@ -372,6 +373,56 @@ static void test_list_publish(void)
 	env_fini(&e);
 }
 
+/* numbered lists and begins through a list inode */
+static void test_list_epochs(void)
+{
+	char rep[2048];
+	const char *t;
+	struct env e;
+	int64_t r1;
+
+	env_init(&e);
+	r1 = list_ino(&e, "rank1", true);
+	/* a begin alone on a new list: it waits for epoch 4's list */
+	CHECK_INT(commit(&e, r1, "# begin 4\n", rep, sizeof(rep)), ==, 0);
+	CHECK(strstr(rep, "list rank1: epoch begun\n") == rep);
+	CHECK(strstr(rep, "\noutcome begun\ncurrent_epoch -1\n") != NULL);
+	CHECK_INT(kicks, ==, 1);
+	t = read_text(&e, r1);
+	CHECK(strstr(t, "\nstate waiting\nepoch 4\n") != NULL);
+	CHECK_INT(field(read_text(&e, ctl_ino(&e, "stats")),
+			"lists_published"), ==, 0);
+	CHECK_INT(commit(&e, r1, "# epoch 4\na/1\na/2\n", rep, sizeof(rep)),
+		  ==, 0);
+	CHECK(strstr(rep, "\nheaders 1\nlist_epoch 4\noutcome current\n"));
+	CHECK_INT(commit(&e, r1, "# epoch 5\ntop\n", rep, sizeof(rep)), ==, 0);
+	CHECK(strstr(rep, "\noutcome queued\ncurrent_epoch 4\n"));
+	/* an older epoch: ESTALE for close(), the list unchanged */
+	CHECK_INT(commit(&e, r1, "# epoch 3\nz/only\n", rep, sizeof(rep)), ==,
+		  -ESTALE);
+	CHECK(strstr(rep, "list rank1: NOT published: an epoch older") == rep);
+	CHECK(strstr(rep, "\noutcome stale\n") != NULL);
+	t = read_text(&e, r1);
+	CHECK_INT(field(t, "epoch"), ==, 4);
+	CHECK_INT(field(t, "files"), ==, 2);
+	CHECK_INT(field(t, "next_epoch"), ==, 5);
+	/* a third later epoch does not fit: EBUSY */
+	CHECK_INT(commit(&e, r1, "# epoch 6\ntop\n", rep, sizeof(rep)), ==, 0);
+	CHECK_INT(commit(&e, r1, "# epoch 7\ntop\n", rep, sizeof(rep)), ==,
+		  -EBUSY);
+	CHECK(strstr(rep, "NOT published: later epochs already queued") != NULL);
+	/* the next epoch begins although 4 was not read to its end */
+	ctl_note_open(e.ctl, file_ino(&e, "a/1"), true);
+	CHECK_INT(commit(&e, r1, "# begin 5\n", rep, sizeof(rep)), ==, 0);
+	t = read_text(&e, r1);
+	CHECK_INT(field(t, "epoch"), ==, 5);
+	CHECK_INT(field(t, "epochs_done"), ==, 1);
+	CHECK_INT(field(t, "position"), ==, 0);
+	CHECK_INT(field(t, "files"), ==, 1);
+	CHECK(strstr(t, "\nlast_hit_ratio 1.000\n") != NULL);
+	env_fini(&e);
+}
+
 static void test_commit_list_by_name(void)
 {
 	const char *name = "";
@@ -457,6 +508,7 @@ int main(void)
 	TEST(test_paths);
 	TEST(test_commit_elsewhere);
 	TEST(test_list_publish);
+	TEST(test_list_epochs);
 	TEST(test_commit_list_by_name);
 	TEST(test_warm);
 	TEST(test_read_texts);

@@ -3,9 +3,15 @@
  * lists.c: parsing a published list (every reject reason counted, CRLF,
  * blank and very long lines, duplicates, a large list, a list with no
  * usable line changing nothing), list names and the LISTS_MAX limit,
- * next use, the prefetch window, epochs (a queued list taking over when
- * the reader gets to it or when the current one was read to its end),
- * the reader's position, hit ratios and leads.
+ * next use, the prefetch window, per-list leads, and the epoch protocol
+ * of docs/epochs.md, one test per transition: header lines, numbered
+ * queueing (the queue full, a republished current epoch), an explicit
+ * begin after 90% of an epoch (drop_last), the implicit advance by the
+ * queued epoch's head, a resume mid-epoch and a restart from an older
+ * epoch, opens out of order within and outside the window, a repeated
+ * open, the previous epoch's stragglers, a stale publish, two ranks'
+ * lists on one cache, an idle list (fake clock) and a begin that creates
+ * a waiting list.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,6 +113,16 @@ static long long value(struct lists *l, const char *key, const char *name)
 #define FILES(l, n)	value(l, "files", n)
 #define NEXT(l, n)	value(l, "next_epoch_files", n)
 #define EPOCHS(l, n)	value(l, "epochs_done", n)
+#define EPOCH(l, n)	value(l, "epoch", n)
+#define NEXTNO(l, n)	value(l, "next_epoch", n)
+#define QUEUED(l, n)	value(l, "queued", n)
+#define READ(l, n)	value(l, "read", n)
+#define LEFT(l, n)	value(l, "remaining", n)
+#define IDLE(l, n)	value(l, "idle", n)
+
+/* the "low" line of lists_print_one(), or -999 */
+static long long low_of(struct lists *l, const char *name);
+#define LOW(l, n)	low_of(l, n)
 
 /* the window as "fN fN ..." ("?" for an id outside the fake mount) */
 static const char *window(struct lists *l, size_t skip, size_t max)
@@ -121,6 +137,56 @@ static const char *window(struct lists *l, size_t skip, size_t max)
 		o += snprintf(out + o, sizeof(out) - o, "%sf%llu", i ? " " : "",
 			      (unsigned long long)(fids[i] - F(0)));
 	return out;
+}
+
+static long long low_of(struct lists *l, const char *name)
+{
+	char *text = NULL, *at;
+	size_t len;
+	long long v = -999;
+	FILE *f = open_memstream(&text, &len);
+
+	lists_print_one(l, name, f);
+	fclose(f);
+	at = strstr(text, "\nlow ");
+	if (at)
+		v = strtoll(at + 5, NULL, 10);
+	free(text);
+	return v;
+}
+
+/* "list_a\nf1\n..." for files f<from>..f<to - 1> */
+static char *range_text(const char *head, unsigned from, unsigned to)
+{
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	unsigned i;
+
+	fputs(head, f);
+	for (i = from; i < to; i++)
+		fprintf(f, "f%u\n", i);
+	fclose(f);
+	return text;
+}
+
+/* publish f<from>..f<to - 1> as list @name, with header lines @head */
+static int publish_range(struct lists *l, const char *name, const char *head,
+			 unsigned from, unsigned to, struct list_report *rep)
+{
+	char *text = range_text(head, from, to);
+	int rc = publish(l, name, text, rep);
+
+	free(text);
+	return rc;
+}
+
+static void open_range(struct lists *l, unsigned from, unsigned to)
+{
+	unsigned i;
+
+	for (i = from; i < to; i++)
+		lists_note_open(l, F(i), true);
 }
 
 static void test_parse_good(void)
@@ -336,9 +402,13 @@ static void test_large_list(void)
 	CHECK_INT(lists_window(l, n - 2, fids, 4), ==, 2);
 	CHECK_INT(fids[0], ==, F(n - 2));
 	CHECK_INT(fids[1], ==, F(n - 1));
+	/* a jump: the window behind the reader is still to be read */
 	lists_note_open(l, F(150000), true);
 	CHECK_INT(POS(l, "big"), ==, 150001);
-	CHECK_INT(lists_next_use(l, F(199999)), ==, 49998);
+	CHECK_INT(LOW(l, "big"), ==, 150001 - LISTS_WINDOW_DEFAULT);
+	CHECK_INT(lists_next_use(l, F(199999)), ==,
+		  199999 - (150001 - LISTS_WINDOW_DEFAULT));
+	CHECK_INT(lists_next_use(l, F(1000)), ==, NEVER);	/* skipped */
 	free(text);
 	lists_destroy(l);
 }
@@ -417,11 +487,14 @@ static void test_window(void)
 	CHECK_STR(window(l, 1, 10), "f2 f11 f3");
 	CHECK_STR(window(l, 3, 10), "");
 	CHECK_STR(window(l, 0, 0), "");
-	/* from each reader's position on, into the queued epoch */
+	/* from each reader's first unread file on, into the queued epoch:
+	 * f1 was passed but not read (a slow worker has it) */
 	CHECK_INT(publish(l, "a", "f4\nf5\n", NULL), ==, 0);
 	lists_note_open(l, F(2), false);
+	CHECK_STR(window(l, 0, 10), "f1 f10 f3 f11 f4 f5");
+	CHECK_STR(window(l, 2, 10), "f4 f5");
+	lists_note_open(l, F(1), false);
 	CHECK_STR(window(l, 0, 10), "f3 f10 f4 f11 f5");
-	CHECK_STR(window(l, 2, 10), "f5");
 	lists_destroy(l);
 }
 
@@ -451,7 +524,7 @@ static void test_advance_on_open(void)
 	CHECK_INT(POS(l, "a"), ==, 2);
 	CHECK_INT(value(l, "last_hit_ratio_permille", "a"), ==, 666);
 	CHECK_INT(value(l, "hit_ratio_permille", "a"), ==, 1000);
-	CHECK_STR(window(l, 0, 10), "f8 f9");
+	CHECK_STR(window(l, 0, 10), "f6 f8 f9");	/* f6 still to come */
 	lists_destroy(l);
 }
 
@@ -539,6 +612,23 @@ static void test_positions_and_hits(void)
 	lists_destroy(l);
 }
 
+/* @ready: "fN fN" files on disk (the prefetcher's view) */
+static void set_ready(struct lists *l, const char *ready)
+{
+	uint64_t fids[32];
+	bool r[32];
+	size_t n = 0;
+	const char *p = ready;
+
+	while (*p && n < 32) {
+		fids[n] = F(strtoul(p + 1, (char **)&p, 10));
+		r[n++] = true;
+		while (*p == ' ')
+			p++;
+	}
+	lists_set_ready(l, fids, r, n);
+}
+
 static void test_lead(void)
 {
 	struct lists *l = lists_create();
@@ -547,18 +637,484 @@ static void test_lead(void)
 	CHECK_INT(publish(l, "b", "f2\nf3\n", NULL), ==, 0);
 	lists_note_open(l, F(1), true);
 	/* both readers are at f2 now */
-	lists_set_lead(l, F(2), 2, 7);
+	set_ready(l, "f2 f3");
 	CHECK_INT(value(l, "lead_files", "a"), ==, 2);
-	CHECK_INT(value(l, "lead_bytes", "a"), ==, 7);
+	CHECK_INT(value(l, "lead_bytes", "a"), ==, 3 + 4);
 	CHECK_INT(value(l, "lead_files", "b"), ==, 2);
-	/* a report for another position leaves a list alone */
+	/* each list its own run of ready files from its reader on */
+	CHECK_INT(publish(l, "c", "f3\nf9\nf2\n", NULL), ==, 0);
+	set_ready(l, "f3 f2");
+	CHECK_INT(value(l, "lead_files", "a"), ==, 2);
+	CHECK_INT(value(l, "lead_files", "c"), ==, 1);
+	CHECK_INT(value(l, "lead_bytes", "c"), ==, 4);
+	set_ready(l, "f3");
+	CHECK_INT(value(l, "lead_files", "a"), ==, 0);
+	CHECK_INT(value(l, "lead_files", "b"), ==, 0);
+	CHECK_INT(value(l, "lead_files", "c"), ==, 1);
+	lists_destroy(l);
+}
+
+/* ---- the epoch protocol (docs/epochs.md) ---- */
+
+static void test_headers(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+	char *text = NULL;
+	size_t len;
+	FILE *f;
+
+	CHECK_INT(publish(l, "a", "# epoch 3\n#begin 3 at 2\nf1\nf2\nf3\n"
+			  "# epoch 4\n", &rep), ==, 0);
+	CHECK_INT(rep.lines, ==, 6);
+	CHECK_INT(rep.headers, ==, 2);
+	CHECK_INT(rep.accepted, ==, 3);
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 1);	/* after a path */
+	CHECK_INT(rep.first_line[LR_UNKNOWN], ==, 6);
+	CHECK_INT(rep.epoch, ==, 3);
+	CHECK(rep.begin);
+	CHECK_INT(rep.begin_epoch, ==, 3);
+	CHECK_INT(rep.begin_at, ==, 2);
+	CHECK_INT(rep.outcome, ==, LO_CURRENT);
+	CHECK_INT(rep.current, ==, 3);
+	CHECK_INT(EPOCH(l, "a"), ==, 3);
+	CHECK_INT(POS(l, "a"), ==, 2);		/* resumed at 2 */
+	CHECK_STR(window(l, 0, 10), "f3");
+	f = open_memstream(&text, &len);
+	list_report_print(&rep, f);
+	fclose(f);
+	CHECK(strstr(text, "\nmax_file_bytes 4\nheaders 2\nlist_epoch 3\n"
+		     "begin_epoch 3\nbegin_at 2\noutcome current\n"
+		     "current_epoch 3\n") != NULL);
+	free(text);
+	/* not headers: paths (unknown here), so old lists keep working */
+	CHECK_INT(publish(l, "b", "# epoch x\n", &rep), ==, -EINVAL);
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 1);
+	CHECK_INT(publish(l, "b", "# epoch\n#epoch 1 2\n# begin 3 x\n"
+			  "# begin 3 at\n# begin at 1 2\n#nope\n#\nf1\n", &rep),
+		  ==, 0);
+	CHECK_INT(rep.headers, ==, 0);
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 7);
+	CHECK_INT(rep.epoch, ==, LIST_NO_EPOCH);
+	CHECK(!rep.begin);
+	/* a begin with paths that are all refused: nothing happens */
+	CHECK_INT(publish(l, "d", "# begin 2\n\nnosuch\n", &rep), ==, -EINVAL);
+	CHECK_INT(lists_count(l), ==, 2);
+	CHECK_INT(publish(l, "d", "# begin 2\n\n\r\n", &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_BEGUN);
+	CHECK_INT(lists_count(l), ==, 3);
+	/* a number alone is no command: nothing to publish */
+	CHECK_INT(publish(l, "c", "# epoch 5\n", &rep), ==, -EINVAL);
+	CHECK_INT(rep.headers, ==, 1);
+	CHECK_INT(lists_count(l), ==, 3);
+	/* CRLF and blanks around the words; "begin at K" is the next epoch */
+	CHECK_INT(publish(l, "c", "#\tepoch  9 \r\n# begin at 1\r\nf1\r\nf2\r\n",
+			  &rep), ==, 0);
+	CHECK_INT(rep.headers, ==, 2);
+	CHECK_INT(rep.epoch, ==, 9);
+	CHECK_INT(rep.begin_epoch, ==, 9);	/* the list's own */
+	CHECK_INT(EPOCH(l, "c"), ==, 9);
+	CHECK_INT(POS(l, "c"), ==, 1);
+	lists_destroy(l);
+}
+
+static void test_numbered_queue(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 10, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_CURRENT);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 10, 15, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 20, 22, &rep), ==, 0);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	CHECK_INT(NEXTNO(l, "a"), ==, 1);
+	CHECK_INT(NEXT(l, "a"), ==, 5);
+	/* a third later epoch does not fit: refused, nothing changes */
+	CHECK_INT(publish_range(l, "a", "# epoch 3\n", 30, 31, &rep), ==, -EBUSY);
+	CHECK_INT(rep.outcome, ==, LO_QUEUE_FULL);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	/* the same number replaces the queued one */
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 10, 13, &rep), ==, 0);
+	CHECK_INT(NEXT(l, "a"), ==, 3);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	/* the window runs through both queued epochs in order */
+	open_range(l, 0, 9);
+	CHECK_STR(window(l, 0, 10), "f9 f10 f11 f12 f20 f21");
+	CHECK_INT(lists_next_use(l, F(21)), ==, 1 + 3 + 1);
+	/* the same number as the current one: a new order, same progress */
+	CHECK_INT(publish(l, "a", "# epoch 0\nf9\nf8\nf7\nf6\nf5\nf4\nf3\nf2\n"
+			  "f1\nf0\n", &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_REPLACED);
+	CHECK_INT(EPOCH(l, "a"), ==, 0);
+	CHECK_INT(READ(l, "a"), ==, 9);
+	CHECK_INT(LEFT(l, "a"), ==, 1);
+	CHECK_INT(POS(l, "a"), ==, 10);
+	CHECK_INT(LOW(l, "a"), ==, 0);
+	CHECK_INT(lists_next_use(l, F(9)), ==, 0);	/* the one not read */
+	CHECK_INT(lists_next_use(l, F(0)), ==, NEVER);	/* read; not queued */
+	CHECK_INT(lists_next_use(l, F(10)), ==, 1);
+	lists_destroy(l);
+}
+
+/* DistributedSampler(drop_last) or a DataLoader dropping a tail: 90% */
+static void test_drop_last_explicit_begin(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 100, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 100, NULL), ==, 0);
+	open_range(l, 0, 90);
+	CHECK_INT(EPOCHS(l, "a"), ==, 0);
+	/* the old protocol replaced the queued epoch here; now it queues */
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 0, 100, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	/* the helper's set_epoch(1) */
+	CHECK_INT(publish(l, "a", "# begin 1\n", &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_BEGUN);
+	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(EPOCHS(l, "a"), ==, 1);
+	CHECK_INT(POS(l, "a"), ==, 0);
+	CHECK_INT(NEXTNO(l, "a"), ==, 2);
+	CHECK_INT(value(l, "last_hit_ratio_permille", "a"), ==, 1000);
+	CHECK_INT(lists_next_use(l, F(95)), ==, 95);
+	/* the same with lists_begin() and with "the next epoch" */
+	open_range(l, 0, 50);
+	CHECK_INT(lists_begin(l, "a", LIST_NO_EPOCH, 0), ==, 0);
+	CHECK_INT(EPOCH(l, "a"), ==, 2);
+	CHECK_INT(QUEUED(l, "a"), ==, 0);
+	lists_destroy(l);
+}
+
+/* no begin: the reader's opens of the next epoch advance it */
+static void test_drop_last_implicit(void)
+{
+	struct lists *l = lists_create();
+	char *text;
+	unsigned i;
+
+	lists_set_window(l, 8);
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 100, NULL), ==, 0);
+	/* epoch 1 starts with f99, a file epoch 0 never got to */
+	text = range_text("# epoch 1\nf99\n", 0, 99);
+	CHECK_INT(publish(l, "a", text, NULL), ==, 0);
+	free(text);
+	open_range(l, 0, 90);
+	CHECK_INT(LOW(l, "a"), ==, 90);
+	/* unread in epoch 0 but outside its window, at the head of 1 */
+	lists_note_open(l, F(99), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(EPOCHS(l, "a"), ==, 1);
+	CHECK_INT(POS(l, "a"), ==, 1);
+	lists_note_open(l, F(0), true);
+	CHECK_INT(POS(l, "a"), ==, 2);
+	/* a file read in the current epoch, at the queued one's head */
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 0, 100, NULL), ==, 0);
+	for (i = 1; i < 90; i++)
+		lists_note_open(l, F(i), true);
+	lists_note_open(l, F(0), true);		/* read long ago: epoch 2 */
+	CHECK_INT(EPOCH(l, "a"), ==, 2);
+	CHECK_INT(POS(l, "a"), ==, 1);
+	lists_destroy(l);
+}
+
+/* a crash and a restart mid-epoch, with and without the daemon's memory */
+static void test_resume(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+	char *text;
+
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 0, 10, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 3\n", 10, 20, NULL), ==, 0);
+	open_range(l, 0, 6);
+	/* the restarted helper republishes 2 and 3, then resumes at 4 */
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 0, 10, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_REPLACED);
+	CHECK_INT(READ(l, "a"), ==, 6);
+	CHECK_INT(publish_range(l, "a", "# epoch 3\n", 10, 20, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	CHECK_INT(publish(l, "a", "# begin 2 at 4\n", &rep), ==, 0);
+	CHECK_INT(EPOCH(l, "a"), ==, 2);
+	CHECK_INT(EPOCHS(l, "a"), ==, 0);		/* not a new epoch */
+	CHECK_INT(POS(l, "a"), ==, 4);
+	CHECK_INT(LOW(l, "a"), ==, 4);
+	CHECK_INT(READ(l, "a"), ==, 0);
+	CHECK_INT(lists_next_use(l, F(4)), ==, 0);
+	CHECK_INT(lists_next_use(l, F(5)), ==, 1);	/* to be read again */
+	CHECK_INT(lists_next_use(l, F(1)), ==, NEVER);	/* before the resume */
+	CHECK_STR(window(l, 0, 3), "f4 f5 f6");
+	/* a new helper process: begin and the list in one write */
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n# begin at 7\n", 0, 10, &rep),
+		  ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_REPLACED);
+	CHECK_INT(POS(l, "a"), ==, 7);
+	CHECK_INT(LOW(l, "a"), ==, 7);
+	CHECK_INT(lists_next_use(l, F(6)), ==, NEVER);
+	CHECK_STR(window(l, 0, 3), "f7 f8 f9");
+	/* a restart from an older checkpoint: back to epoch 1, then its list */
+	CHECK_INT(lists_begin(l, "a", 1, 3), ==, 0);
+	CHECK_INT(FILES(l, "a"), ==, 0);
+	CHECK_INT(EPOCH(l, "a"), ==, 1);		/* waiting for it */
+	CHECK_INT(QUEUED(l, "a"), ==, 0);		/* 3 was of the old run */
+	CHECK_STR(window(l, 0, 10), "");
+	CHECK_INT(lists_next_use(l, F(4)), ==, NEVER);
+	text = text_of(l, "a");
+	CHECK(strstr(text, "\nstate waiting\n") != NULL);
+	free(text);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 30, 36, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_CURRENT);
+	CHECK_INT(POS(l, "a"), ==, 3);
+	CHECK_STR(window(l, 0, 10), "f33 f34 f35");
+	lists_destroy(l);
+}
+
+static void test_out_of_order_within_window(void)
+{
+	struct lists *l = lists_create();
+
+	lists_set_window(l, 4);
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 20, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 20, 40, NULL), ==, 0);
+	/* two workers: f1 before f0, f3 before f2 */
+	lists_note_open(l, F(1), true);
+	lists_note_open(l, F(3), true);
+	CHECK_INT(POS(l, "a"), ==, 4);
+	CHECK_INT(LOW(l, "a"), ==, 0);
+	/* the files a slow worker is about to read are needed first */
+	CHECK_INT(lists_next_use(l, F(0)), ==, 0);
+	CHECK_INT(lists_next_use(l, F(2)), ==, 2);
+	CHECK_INT(lists_next_use(l, F(4)), ==, 4);
+	CHECK_INT(lists_next_use(l, F(3)), ==, NEVER);	/* no later epoch */
+	CHECK_STR(window(l, 0, 4), "f0 f2 f4 f5");
+	lists_note_open(l, F(0), true);
 	lists_note_open(l, F(2), true);
-	lists_set_lead(l, F(3), 1, 4);
-	CHECK_INT(value(l, "lead_files", "a"), ==, 1);
-	CHECK_INT(value(l, "lead_files", "b"), ==, 1);
-	lists_set_lead(l, F(1), 9, 9);
-	CHECK_INT(value(l, "lead_files", "a"), ==, 1);
-	CHECK_INT(value(l, "lead_bytes", "b"), ==, 4);
+	CHECK_INT(LOW(l, "a"), ==, 4);
+	CHECK_INT(READ(l, "a"), ==, 4);
+	CHECK_INT(LEFT(l, "a"), ==, 16);
+	CHECK_INT(EPOCH(l, "a"), ==, 0);
+	lists_destroy(l);
+}
+
+static void test_out_of_order_outside_window(void)
+{
+	struct lists *l = lists_create();
+
+	lists_set_window(l, 4);
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 20, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 20, NULL), ==, 0);
+	lists_note_open(l, F(0), true);
+	/* f10 is 9 ahead of f1, the window 4: a jump; f1..f6 are skipped */
+	lists_note_open(l, F(10), true);
+	CHECK_INT(POS(l, "a"), ==, 11);
+	CHECK_INT(LOW(l, "a"), ==, 7);
+	CHECK_INT(lists_next_use(l, F(7)), ==, 0);
+	CHECK_INT(lists_next_use(l, F(3)), ==, 20 - 7 - 1 + 3);	/* epoch 1 */
+	CHECK_STR(window(l, 0, 5), "f7 f8 f9 f11 f12");
+	CHECK_INT(LEFT(l, "a"), ==, 12);
+	/* a skipped file opened later, far from epoch 1's head: nothing */
+	lists_note_open(l, F(5), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 0);
+	CHECK_INT(LOW(l, "a"), ==, 7);
+	/* f0, read long ago, at the head of epoch 1: the next pass */
+	lists_note_open(l, F(0), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(POS(l, "a"), ==, 1);
+	lists_destroy(l);
+}
+
+/* re-opening a file just read is not a new epoch */
+static void test_repeat_open(void)
+{
+	struct lists *l = lists_create();
+
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 20, NULL), ==, 0);
+	CHECK_INT(publish(l, "a", "# epoch 1\nf3\nf0\nf1\n", NULL), ==, 0);
+	open_range(l, 0, 4);
+	lists_note_open(l, F(3), true);
+	lists_note_open(l, F(3), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 0);
+	CHECK_INT(READ(l, "a"), ==, 4);
+	CHECK_INT(value(l, "hit_ratio_permille", "a"), ==, 1000);
+	lists_destroy(l);
+}
+
+/* the previous epoch's files still with slow workers at the boundary */
+static void test_stragglers(void)
+{
+	struct lists *l = lists_create();
+
+	lists_set_window(l, 8);
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 20, NULL), ==, 0);
+	CHECK_INT(publish(l, "a", "# epoch 1\nf5\nf17\nf6\nf7\n", NULL), ==, 0);
+	open_range(l, 0, 17);
+	open_range(l, 18, 20);			/* f17 is late */
+	CHECK_INT(LOW(l, "a"), ==, 17);
+	lists_note_open(l, F(5), true);		/* epoch 1 starts */
+	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(READ(l, "a"), ==, 1);
+	lists_note_open(l, F(17), false);	/* epoch 0's, not epoch 1's */
+	CHECK_INT(READ(l, "a"), ==, 1);
+	CHECK_INT(lists_next_use(l, F(17)), ==, 0);
+	lists_note_open(l, F(17), false);	/* now epoch 1's */
+	CHECK_INT(READ(l, "a"), ==, 2);
+	CHECK_INT(value(l, "hit_ratio_permille", "a"), ==, 500);
+	lists_destroy(l);
+}
+
+static void test_stale_publish(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+	char *text;
+
+	CHECK_INT(publish_range(l, "a", "# epoch 3\n", 0, 5, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 4\n", 5, 10, NULL), ==, 0);
+	lists_note_open(l, F(0), true);
+	/* a late writer of epoch 2: refused, nothing changes */
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 10, 20, &rep), ==, -ESTALE);
+	CHECK_INT(rep.accepted, ==, 10);
+	CHECK_INT(rep.outcome, ==, LO_STALE);
+	CHECK_INT(rep.current, ==, 3);
+	CHECK_INT(EPOCH(l, "a"), ==, 3);
+	CHECK_INT(POS(l, "a"), ==, 1);
+	CHECK_INT(NEXTNO(l, "a"), ==, 4);
+	CHECK_INT(NEXT(l, "a"), ==, 5);
+	text = text_of(l, "a");
+	CHECK(strstr(text, "\noutcome stale\ncurrent_epoch 3\n") != NULL);
+	free(text);
+	/* after the begin of epoch 4, 3 is stale too */
+	CHECK_INT(lists_begin(l, "a", 4, 0), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 3\n", 0, 5, NULL), ==, -ESTALE);
+	CHECK_INT(EPOCH(l, "a"), ==, 4);
+	/* unnumbered lists are never stale: the epoch after the current */
+	CHECK_INT(publish_range(l, "a", "", 0, 3, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	CHECK_INT(NEXTNO(l, "a"), ==, 5);
+	lists_destroy(l);
+}
+
+static uint64_t fake_ms;
+
+static uint64_t fake_clock(void *arg)
+{
+	return fake_ms;
+}
+
+/* two ranks on one mount, each list its own reader; the files of one
+ * rank's epoch are in the other rank's next epoch */
+static void test_two_lists(void)
+{
+	struct lists *l = lists_create();
+	char *text;
+
+	lists_set_window(l, 4);
+	CHECK_INT(publish_range(l, "rank0", "# epoch 0\n", 0, 10, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "rank1", "# epoch 0\n", 10, 20, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "rank0", "# epoch 1\n", 10, 20, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "rank1", "# epoch 1\n", 0, 10, NULL), ==, 0);
+	lists_note_open(l, F(10), true);	/* rank 1's, at rank 0's head */
+	lists_note_open(l, F(0), false);
+	lists_note_open(l, F(11), true);
+	CHECK_INT(EPOCH(l, "rank0"), ==, 0);
+	CHECK_INT(EPOCH(l, "rank1"), ==, 0);
+	CHECK_INT(POS(l, "rank0"), ==, 1);
+	CHECK_INT(POS(l, "rank1"), ==, 2);
+	CHECK_INT(value(l, "hit_ratio_permille", "rank0"), ==, 0);
+	CHECK_INT(value(l, "hit_ratio_permille", "rank1"), ==, 1000);
+	/* the soonest over the lists */
+	CHECK_INT(lists_next_use(l, F(12)), ==, 0);	/* rank 1 now */
+	CHECK_INT(lists_next_use(l, F(1)), ==, 0);	/* rank 0 now */
+	CHECK_INT(lists_next_use(l, F(0)), ==, 8 + 0);	/* rank 1, next */
+	CHECK_INT(lists_next_use(l, F(10)), ==, 9 + 0);	/* rank 0, next */
+	CHECK_STR(window(l, 0, 4), "f1 f12 f2 f13");
+	open_range(l, 1, 4);
+	CHECK_INT(POS(l, "rank0"), ==, 4);
+	/* rank 1 starts epoch 1 first: only rank 1 moves */
+	CHECK_INT(lists_begin(l, "rank1", 1, 0), ==, 0);
+	lists_note_open(l, F(1), true);		/* rank 1: in epoch 1 */
+	CHECK_INT(EPOCH(l, "rank0"), ==, 0);
+	CHECK_INT(POS(l, "rank0"), ==, 4);
+	CHECK_INT(READ(l, "rank0"), ==, 4);
+	CHECK_INT(EPOCH(l, "rank1"), ==, 1);
+	CHECK_INT(POS(l, "rank1"), ==, 2);
+	text = text_of(l, NULL);
+	CHECK(strstr(text, "list_epoch{list=\"rank0\"} 0\n"
+		     "list_epoch{list=\"rank1\"} 1\n") != NULL);
+	free(text);
+	lists_destroy(l);
+}
+
+/* a list whose reader stopped stops holding cache space */
+static void test_idle_list(void)
+{
+	struct lists *l = lists_create();
+	char *text;
+
+	fake_ms = 1000;
+	lists_set_clock(l, fake_clock, NULL);
+	lists_set_idle(l, 10);
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 10, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 20, NULL), ==, 0);
+	fake_ms += 6000;
+	lists_note_open(l, F(0), true);
+	lists_note_open(l, F(10), true);
+	fake_ms += 6000;
+	lists_note_open(l, F(1), true);		/* only a's reader goes on */
+	CHECK_INT(IDLE(l, "b"), ==, 0);
+	fake_ms += 4500;
+	CHECK_INT(IDLE(l, "a"), ==, 0);
+	CHECK_INT(IDLE(l, "b"), ==, 1);
+	CHECK_INT(lists_next_use(l, F(11)), ==, NEVER);
+	CHECK_INT(lists_next_use(l, F(2)), ==, 0);
+	CHECK_STR(window(l, 0, 3), "f2 f3 f4");
+	text = text_of(l, "b");
+	CHECK(strstr(text, "\nstate idle\n") != NULL);
+	CHECK(strstr(text, "\nidle_seconds 10\n") != NULL);
+	free(text);
+	/* its reader is back */
+	lists_note_open(l, F(11), true);
+	CHECK_INT(IDLE(l, "b"), ==, 0);
+	CHECK_INT(lists_next_use(l, F(12)), ==, 0);
+	/* an idle list may start over at a lower number (a new job) */
+	fake_ms += 20000;
+	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 20, NULL), ==, 0);
+	CHECK_INT(lists_begin(l, "b", 5, 0), ==, 0);
+	fake_ms += 20000;
+	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 15, NULL), ==, 0);
+	CHECK_INT(EPOCH(l, "b"), ==, 0);
+	CHECK_INT(FILES(l, "b"), ==, 5);
+	/* 0: never idle */
+	lists_set_idle(l, 0);
+	fake_ms += 1000000;
+	CHECK_INT(IDLE(l, "a"), ==, 0);
+	lists_destroy(l);
+}
+
+static void test_begin_creates_waiting_list(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+
+	/* the helper's first set_epoch(0): begin, then publish */
+	CHECK_INT(publish(l, "r", "# begin 0\n", &rep), ==, 0);
+	CHECK_INT(lists_count(l), ==, 1);
+	CHECK_INT(EPOCH(l, "r"), ==, 0);
+	CHECK_INT(FILES(l, "r"), ==, 0);
+	CHECK_INT(publish_range(l, "r", "# epoch 1\n", 5, 8, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);	/* after the awaited 0 */
+	CHECK_INT(lists_next_use(l, F(6)), ==, 1);
+	CHECK_INT(publish_range(l, "r", "# epoch 0\n", 0, 5, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_CURRENT);
+	CHECK_INT(NEXTNO(l, "r"), ==, 1);
+	CHECK_INT(lists_next_use(l, F(6)), ==, 5 + 1);
+	/* bad names and numbers */
+	CHECK_INT(lists_begin(l, ".x", 0, 0), ==, -EINVAL);
+	CHECK_INT(lists_begin(l, "r", -2, 0), ==, -EINVAL);
+	CHECK_INT(lists_begin(l, "r", LIST_EPOCH_MAX, 0), ==, -EINVAL);
 	lists_destroy(l);
 }
 
@@ -580,5 +1136,18 @@ int main(void)
 	TEST(test_publish_after_end);
 	TEST(test_positions_and_hits);
 	TEST(test_lead);
+	TEST(test_headers);
+	TEST(test_numbered_queue);
+	TEST(test_drop_last_explicit_begin);
+	TEST(test_drop_last_implicit);
+	TEST(test_resume);
+	TEST(test_out_of_order_within_window);
+	TEST(test_out_of_order_outside_window);
+	TEST(test_repeat_open);
+	TEST(test_stragglers);
+	TEST(test_stale_publish);
+	TEST(test_two_lists);
+	TEST(test_idle_list);
+	TEST(test_begin_creates_waiting_list);
 	return runner_done();
 }
