@@ -94,13 +94,14 @@ static int find_root(const char *path, char *root, size_t len)
 	}
 }
 
+/* find_root(), saying so on stderr when @path is not in a mount */
 static int need_root(const char *path, char *root, size_t len)
 {
-	if (find_root(path, root, len)) {
+	int rc = find_root(path, root, len);
+
+	if (rc)
 		fprintf(stderr, "fusefs: %s is not inside a fusefs mount\n", path);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 /* write all of @len bytes at @buf to @fd; 0 or -errno */

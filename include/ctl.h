@@ -72,12 +72,13 @@ void ctl_destroy(struct ctl *c);
 enum ctl_kind ctl_kind(struct ctl *c, uint64_t ino);
 /*
  * ctl_lookup() - child @name of control directory (or root) @parent.
- * Return: its inode, 0 if @parent is not a control directory (or the
- * root and @name is not .fusefs), -ENOENT if there is no such entry.
+ * *@ino is its inode, or 0 when @parent is not a control directory (or
+ * is the root and @name is not .fusefs): the name is the dataset's.
  * With @create, a list name that does not exist yet gets an inode.
+ * Return: 0, or -ENOENT (a control directory without that entry).
  */
-int64_t ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
-		   bool create);
+int ctl_lookup(struct ctl *c, uint64_t parent, const char *name, bool create,
+	       uint64_t *ino);
 /* ctl_readdir() - the @i-th entry of control directory @dir: name and
  * inode; false past the end */
 bool ctl_readdir(struct ctl *c, uint64_t dir, size_t i, const char **name,

@@ -100,41 +100,53 @@ static bool list_name(struct ctl *c, uint64_t ino, char *out, size_t len)
 	return ok;
 }
 
-static int64_t name_ino(struct ctl *c, const char *name, bool create)
+/* the inode of list @name (created with @create): 0 or -ENOENT */
+static int name_ino(struct ctl *c, const char *name, bool create,
+		    uint64_t *ino)
 {
-	int64_t ino = -ENOENT;
+	int rc = -ENOENT;
 	unsigned i;
 
 	if (!*name || strlen(name) >= LIST_NAME_MAX || strchr(name, '/'))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < c->nnames; i++)
-		if (!strcmp(c->names[i], name))
-			ino = INO_LIST0 + i;
-	if (ino < 0 && create && c->nnames < MAX_NAMES) {
+	for (i = 0; i < c->nnames && rc; i++)
+		if (!strcmp(c->names[i], name)) {
+			*ino = INO_LIST0 + i;
+			rc = 0;
+		}
+	if (rc && create && c->nnames < MAX_NAMES) {
 		c->names[c->nnames] = strdup(name);
-		if (c->names[c->nnames])
-			ino = INO_LIST0 + c->nnames++;
+		if (c->names[c->nnames]) {
+			*ino = INO_LIST0 + c->nnames++;
+			rc = 0;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	return ino;
+	return rc;
 }
 
-int64_t ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
-		   bool create)
+int ctl_lookup(struct ctl *c, uint64_t parent, const char *name, bool create,
+	       uint64_t *ino)
 {
 	size_t i;
 
-	if (parent == NS_ROOT_INO)
-		return strcmp(name, CTL_NAME) ? 0 : INO_DIR;
+	*ino = 0;
+	if (parent == NS_ROOT_INO) {
+		if (!strcmp(name, CTL_NAME))
+			*ino = INO_DIR;
+		return 0;
+	}
 	if (parent == INO_DIR) {
 		for (i = 0; i < ARRAY_SIZE(fixed); i++)
-			if (!strcmp(fixed[i].name, name))
-				return fixed[i].ino;
+			if (!strcmp(fixed[i].name, name)) {
+				*ino = fixed[i].ino;
+				return 0;
+			}
 		return -ENOENT;
 	}
 	if (parent == INO_LISTS)
-		return name_ino(c, name, create);
+		return name_ino(c, name, create, ino);
 	return ctl_kind(c, parent) == CTL_NONE ? 0 : -ENOENT;
 }
 
@@ -444,11 +456,12 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		    size_t len, char **report)
 {
 	struct list_report rep;
+	uint64_t ino;
 	size_t rlen;
 	FILE *f;
 	int rc;
 
-	name_ino(c, name, true);
+	name_ino(c, name, true, &ino);	/* listed under lists/ from now on */
 	rc = lists_publish(c->d.lists, name, buf, len, resolve, c, &rep);
 	f = open_memstream(report, &rlen);
 	if (f) {

@@ -136,18 +136,18 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	const struct ns_node *n;
-	/* ctl_lookup(): an inode, 0 (not a control name) or -errno */
-	int64_t cino = ctl_lookup(fs->d->ctl, parent, name, false);
+	uint64_t cino;
+	int rc = ctl_lookup(fs->d->ctl, parent, name, false, &cino);
 	struct ns *ns;
 	bool parent_ok;
 
-	if (cino > 0) {
-		fs_ctl_entry(fs, cino, &e);
-		fuse_reply_entry(req, &e);
+	if (rc) {
+		fs_reply_err(req, rc);
 		return;
 	}
-	if (cino < 0) {
-		fs_reply_err(req, (int)cino);
+	if (cino) {
+		fs_ctl_entry(fs, cino, &e);
+		fuse_reply_entry(req, &e);
 		return;
 	}
 	ns = nsmgr_rdlock(fs->d->nm);

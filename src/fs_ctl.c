@@ -252,17 +252,13 @@ void fs_ctl_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct ctlbuf *cb;
-	int64_t ino;
+	uint64_t ino;
 	int rc;
 
 	(void)mode;
-	/* ctl_lookup(): an inode, 0 (not a control directory) or -errno */
-	ino = ctl_lookup(fs->d->ctl, parent, name, true);
-	if (ino < 0 && ino != -ENOENT) {
-		fs_reply_err(req, (int)ino);
-		return;
-	}
-	if (ino <= 0 || !ctl_is_writable(fs->d->ctl, ino)) {
+	/* only a list name under .fusefs/lists/ can be created */
+	rc = ctl_lookup(fs->d->ctl, parent, name, true, &ino);
+	if (rc || !ino || !ctl_is_writable(fs->d->ctl, ino)) {
 		fs_reply_err(req, -EROFS);
 		return;
 	}

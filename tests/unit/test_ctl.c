@@ -98,11 +98,22 @@ static void env_fini(struct env *e)
 	CHECK_INT(system(cmd), ==, 0);
 }
 
+/* ctl_lookup() as one number: the inode, 0 (not ours) or -errno */
+static int64_t lookup(struct ctl *c, uint64_t parent, const char *name,
+		      bool create)
+{
+	uint64_t ino = 12345;
+	int rc = ctl_lookup(c, parent, name, create, &ino);
+
+	CHECK(rc || ino != 12345);	/* always set on success */
+	return rc ? rc : (int64_t)ino;
+}
+
 /* the inode of fixed control file @name */
 static uint64_t ctl_ino(struct env *e, const char *name)
 {
-	int64_t dir = ctl_lookup(e->ctl, NS_ROOT_INO, CTL_NAME, false);
-	int64_t ino = ctl_lookup(e->ctl, dir, name, false);
+	int64_t dir = lookup(e->ctl, NS_ROOT_INO, CTL_NAME, false);
+	int64_t ino = lookup(e->ctl, dir, name, false);
 
 	CHECK_INT(ino, >, 0);
 	return ino;
@@ -110,7 +121,7 @@ static uint64_t ctl_ino(struct env *e, const char *name)
 
 static int64_t list_ino(struct env *e, const char *name, bool create)
 {
-	return ctl_lookup(e->ctl, ctl_ino(e, "lists"), name, create);
+	return lookup(e->ctl, ctl_ino(e, "lists"), name, create);
 }
 
 /* the inode of dataset path @path (0 if none) */
@@ -182,26 +193,26 @@ static void test_lookup_and_kind(void)
 	size_t i;
 
 	env_init(&e);
-	dir = ctl_lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false);
+	dir = lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false);
 	CHECK_INT(dir, >, NS_ROOT_INO);
 	CHECK_INT(dir, <, NS_FIRST_INO);
 	CHECK_INT(ctl_kind(e.ctl, dir), ==, CTL_DIR);
 	CHECK(!ctl_is_writable(e.ctl, dir));
 	/* other names in the root are the dataset's */
-	CHECK_INT(ctl_lookup(e.ctl, NS_ROOT_INO, "a", false), ==, 0);
-	CHECK_INT(ctl_lookup(e.ctl, NS_ROOT_INO, ".fusefs2", true), ==, 0);
+	CHECK_INT(lookup(e.ctl, NS_ROOT_INO, "a", false), ==, 0);
+	CHECK_INT(lookup(e.ctl, NS_ROOT_INO, ".fusefs2", true), ==, 0);
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
-		ino = ctl_lookup(e.ctl, dir, want[i].name, false);
+		ino = lookup(e.ctl, dir, want[i].name, false);
 		CHECK_INT(ino, >, dir);
 		CHECK_INT(ino, <, NS_FIRST_INO);
 		CHECK_INT(ctl_kind(e.ctl, ino), ==, want[i].kind);
 		CHECK_INT(ctl_is_writable(e.ctl, ino), ==, want[i].writable);
 		/* a control file has no children */
 		if (want[i].kind != CTL_LISTS)
-			CHECK_INT(ctl_lookup(e.ctl, ino, "x", true), ==,
+			CHECK_INT(lookup(e.ctl, ino, "x", true), ==,
 				  -ENOENT);
 	}
-	CHECK_INT(ctl_lookup(e.ctl, dir, "nosuch", true), ==, -ENOENT);
+	CHECK_INT(lookup(e.ctl, dir, "nosuch", true), ==, -ENOENT);
 	/* list names get inodes only when asked to create them */
 	CHECK_INT(list_ino(&e, "rank0", false), ==, -ENOENT);
 	r0 = list_ino(&e, "rank0", true);
@@ -224,7 +235,7 @@ static void test_lookup_and_kind(void)
 	CHECK_INT(ctl_kind(e.ctl, file_ino(&e, "top")), ==, CTL_NONE);
 	CHECK_INT(ctl_kind(e.ctl, file_ino(&e, "a")), ==, CTL_NONE);
 	CHECK(!ctl_is_writable(e.ctl, file_ino(&e, "top")));
-	CHECK_INT(ctl_lookup(e.ctl, file_ino(&e, "a"), "1", false), ==, 0);
+	CHECK_INT(lookup(e.ctl, file_ino(&e, "a"), "1", false), ==, 0);
 	env_fini(&e);
 }
 
@@ -240,12 +251,12 @@ static void test_readdir(void)
 	size_t i;
 
 	env_init(&e);
-	dir = ctl_lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false);
+	dir = lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false);
 	lists = ctl_ino(&e, "lists");
 	for (i = 0; i < ARRAY_SIZE(names); i++) {
 		CHECK(ctl_readdir(e.ctl, dir, i, &name, &ino));
 		CHECK_STR(name, names[i]);
-		CHECK_INT(ino, ==, ctl_lookup(e.ctl, dir, names[i], false));
+		CHECK_INT(ino, ==, lookup(e.ctl, dir, names[i], false));
 	}
 	CHECK(!ctl_readdir(e.ctl, dir, ARRAY_SIZE(names), &name, &ino));
 	CHECK(!ctl_readdir(e.ctl, lists, 0, &name, &ino));
@@ -320,7 +331,7 @@ static void test_commit_elsewhere(void)
 	}
 	CHECK_INT(commit(&e, file_ino(&e, "top"), "a/1\n", rep, sizeof(rep)),
 		  ==, -EBADF);
-	CHECK_INT(commit(&e, ctl_lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false),
+	CHECK_INT(commit(&e, lookup(e.ctl, NS_ROOT_INO, CTL_NAME, false),
 			 "a/1\n", rep, sizeof(rep)), ==, -EBADF);
 	env_fini(&e);
 }
