@@ -6,7 +6,8 @@
  * and through it fuse3's header.
  *
  * Errors: helpers return 0 or -errno; a handler answers an error with
- * fs_reply_err(), the only place a -errno becomes FUSE's positive errno.
+ * fs_reply_err() (dataset files) or fs_reply_errno() (control files),
+ * the only places a -errno becomes FUSE's positive errno.
  */
 #ifndef FUSEFS_FS_INTERNAL_H
 #define FUSEFS_FS_INTERNAL_H
@@ -37,6 +38,11 @@ static inline struct fs *fs_of(fuse_req_t req)
  * ends here, the next open gets the new version.
  */
 void fs_reply_err(fuse_req_t req, int err);
+/*
+ * fs_reply_errno() - answer @req with -errno @err as it is: control files
+ * report what happened (ESTALE there is a stale epoch list, say).
+ */
+void fs_reply_errno(fuse_req_t req, int err);
 
 /* ---- fs_ctl.c: control files (ctl.h has what they do) ---- */
 

@@ -21,9 +21,14 @@
 #define READ_AHEAD_KB	4096
 #define READ_AHEAD_DELAY_MS 300	/* after the kernel processed INIT */
 
+void fs_reply_errno(fuse_req_t req, int err)
+{
+	fuse_reply_err(req, -err);
+}
+
 void fs_reply_err(fuse_req_t req, int err)
 {
-	fuse_reply_err(req, err == -ESTALE ? EIO : -err);
+	fs_reply_errno(req, err == -ESTALE ? -EIO : err);
 }
 
 static void fill_stat(const struct fs *fs, const struct ns_node *n,

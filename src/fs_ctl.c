@@ -121,16 +121,16 @@ void fs_ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	if (is_dir(fs, ino)) {
-		fs_reply_err(req, -EISDIR);
+		fs_reply_errno(req, -EISDIR);
 		return;
 	}
 	if (wr && !ctl_is_writable(fs->d->ctl, ino)) {
-		fs_reply_err(req, -EACCES);
+		fs_reply_errno(req, -EACCES);
 		return;
 	}
 	rc = ctlbuf_create(fs, ino, wr, &cb);
 	if (rc) {
-		fs_reply_err(req, rc);
+		fs_reply_errno(req, rc);
 		return;
 	}
 	fi->fh = (uintptr_t)cb;
@@ -144,7 +144,7 @@ void fs_ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (is_dir(fs_of(req), ino))
 		fuse_reply_open(req, fi);
 	else
-		fs_reply_err(req, -ENOTDIR);
+		fs_reply_errno(req, -ENOTDIR);
 }
 
 void fs_ctl_read(fuse_req_t req, size_t size, off_t off,
@@ -163,7 +163,7 @@ void fs_ctl_read(fuse_req_t req, size_t size, off_t off,
 	}
 	pthread_mutex_unlock(&cb->lock);
 	if (n && !copy)
-		fs_reply_err(req, -ENOMEM);
+		fs_reply_errno(req, -ENOMEM);
 	else
 		fuse_reply_buf(req, copy, n);
 	free(copy);
@@ -204,7 +204,7 @@ void fs_ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	int rc = -EROFS;
 
 	if (!fs_is_ctl(fs_of(req), ino)) {
-		fs_reply_err(req, rc);
+		fs_reply_errno(req, rc);
 		return;
 	}
 	cb = ctlbuf_of(fi);
@@ -213,7 +213,7 @@ void fs_ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		rc = ctlbuf_append(cb, buf, size, off);
 	pthread_mutex_unlock(&cb->lock);
 	if (rc)
-		fs_reply_err(req, rc);
+		fs_reply_errno(req, rc);
 	else
 		fuse_reply_write(req, size);
 }
@@ -241,7 +241,7 @@ void fs_ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		log_dbg("%s", report);
 	free(report);
 	if (rc)
-		fs_reply_err(req, rc);
+		fs_reply_errno(req, rc);
 	else
 		fuse_reply_err(req, 0);
 }
@@ -259,12 +259,12 @@ void fs_ctl_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* only a list name under .fusefs/lists/ can be created */
 	rc = ctl_lookup(fs->d->ctl, parent, name, true, &ino);
 	if (rc || !ino || !ctl_is_writable(fs->d->ctl, ino)) {
-		fs_reply_err(req, -EROFS);
+		fs_reply_errno(req, -EROFS);
 		return;
 	}
 	rc = ctlbuf_create(fs, ino, true, &cb);
 	if (rc) {
-		fs_reply_err(req, rc);
+		fs_reply_errno(req, rc);
 		return;
 	}
 	fs_ctl_entry(fs, ino, &e);
@@ -283,7 +283,7 @@ void fs_ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	(void)fi;
 	/* only truncating a control file (O_TRUNC) is allowed */
 	if (!ctl_is_writable(fs->d->ctl, ino) || (to_set & ~FUSE_SET_ATTR_SIZE)) {
-		fs_reply_err(req, -EROFS);
+		fs_reply_errno(req, -EROFS);
 		return;
 	}
 	ctl_stat(fs, ino, &st);
@@ -299,7 +299,7 @@ void fs_ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t used = 0;
 
 	if (!buf) {
-		fs_reply_err(req, -ENOMEM);
+		fs_reply_errno(req, -ENOMEM);
 		return;
 	}
 	for (;; off++) {
