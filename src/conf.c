@@ -64,7 +64,7 @@ static const struct opt opts[] = {
 	{ "debug-fuse", OPT_FLAG, O(debug_fuse), 0, 0,
 	  "           libfuse request tracing" },
 	{ "revalidate", OPT_UINT, O(revalidate_s), 0, 86400 * 365,
-	  "SECONDS  re-check an object's version on open after this (default 60)" },
+	  "SECONDS  trust a file's version this long; then an open re-checks it in the background, 0: every open waits for a re-check (default 60)" },
 	{ "list-refresh", OPT_UINT, O(list_refresh_s), 0, 86400 * 365,
 	  "SECONDS re-list the backend after this; 0 never (default 300)" },
 	{ "readahead", OPT_UINT, O(readahead), 0, 64,
