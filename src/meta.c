@@ -13,8 +13,13 @@
 #include "log.h"
 #include "meta.h"
 
-#define MAPSIZE_START	(1ULL << 30)
+#define MAPSIZE_MAX	(1ULL << 40)	/* address space, not disk */
 #define QUEUE_KICK	4096
+#define NS_BATCH_BYTES	(4U << 20)	/* namespace records per transaction */
+#define NS_SLOT_KEY	"objects_slot"	/* in "meta": "0" or "1" */
+
+/* the two namespace databases: the current one and the one refilled */
+static const char *const ns_db_name[2] = { "objects", "objects.1" };
 
 enum op_kind { OP_FILE, OP_CHUNK, OP_DROP_CHUNK, OP_DROP_FILE, OP_HEAT };
 
@@ -31,10 +36,18 @@ struct op {
 
 struct meta {
 	MDB_env *env;
-	MDB_dbi dbi_meta, dbi_files, dbi_chunks, dbi_heat, dbi_objects;
+	MDB_dbi dbi_meta, dbi_files, dbi_chunks, dbi_heat, dbi_objects[2];
+	/*
+	 * Growing the map remaps it, so no transaction of this process may
+	 * be open meanwhile (lmdb.h, mdb_env_set_mapsize): every transaction
+	 * holds map_lock shared, growing takes it exclusive.  mapsize
+	 * changes only under it exclusive.
+	 */
+	pthread_rwlock_t map_lock;
 	size_t mapsize;
 
-	pthread_mutex_t lock;	/* guards the queue and the counters */
+	pthread_mutex_t lock;	/* guards the queue, the counters, ns_busy */
+	bool ns_busy;		/* a namespace rewrite is under way */
 	pthread_cond_t done;	/* a batch was committed */
 	struct op *q, *spare;	/* queue; the array the last batch used */
 	size_t qlen, qcap, spare_cap;
@@ -42,9 +55,17 @@ struct meta {
 	struct bgthread *writer;
 };
 
+/*
+ * A namespace rewrite: records gather in memory and are written NS_BATCH_BYTES
+ * at a time, each batch in a short transaction of its own, into the
+ * namespace database that is not current; the commit makes it current.
+ * So a listing that waits on the network never holds LMDB's write lock.
+ */
 struct meta_ns_txn {
 	struct meta *m;
-	MDB_txn *txn;
+	int slot;		/* index of the database being filled */
+	uint8_t *buf;		/* records not yet written: key(8) len(4) value */
+	size_t len, cap;
 };
 
 static int mdb_err(int rc)
@@ -57,20 +78,92 @@ static int mdb_err(int rc)
 	return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
 }
 
-/* grow the map when full; caller holds no transaction */
-static int grow_map(struct meta *m)
+/*
+ * grow_map() - double the map (or adopt the size another process set,
+ * @resized), unless someone already grew it past @seen meanwhile.  Takes
+ * map_lock exclusive: waits until no transaction of this process is
+ * open.  The caller holds none.  Return: an LMDB code.
+ */
+static int grow_map(struct meta *m, size_t seen, bool resized)
+{
+	MDB_envinfo info;
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&m->map_lock);
+	if (m->mapsize != seen) {
+		/* grown by another thread meanwhile */
+	} else if (resized) {
+		rc = mdb_env_set_mapsize(m->env, 0);
+		if (!rc && !mdb_env_info(m->env, &info))
+			m->mapsize = info.me_mapsize;
+	} else if (seen * 2 > MAPSIZE_MAX) {
+		log_err("index: the LMDB map cannot grow beyond %llu GiB",
+			MAPSIZE_MAX >> 30);
+		rc = MDB_MAP_FULL;
+	} else {
+		rc = mdb_env_set_mapsize(m->env, seen * 2);
+		if (!rc) {
+			m->mapsize = seen * 2;
+			log_info("index: LMDB map grown to %zu MiB",
+				 m->mapsize >> 20);
+		}
+	}
+	pthread_rwlock_unlock(&m->map_lock);
+	return rc;
+}
+
+/* a read transaction; holds map_lock shared until read_end().  LMDB code */
+static int read_begin(struct meta *m, MDB_txn **t)
 {
 	int rc;
 
-	m->mapsize *= 2;
-	rc = mdb_env_set_mapsize(m->env, m->mapsize);
-	log_info("lmdb map grown to %zu MiB", m->mapsize >> 20);
-	return mdb_err(rc);
+	pthread_rwlock_rdlock(&m->map_lock);
+	rc = mdb_txn_begin(m->env, NULL, MDB_RDONLY, t);
+	if (rc)
+		pthread_rwlock_unlock(&m->map_lock);
+	return rc;
 }
 
-static int txn_begin(struct meta *m, unsigned flags, MDB_txn **t)
+static void read_end(struct meta *m, MDB_txn *t)
 {
-	return mdb_err(mdb_txn_begin(m->env, NULL, flags, t));
+	mdb_txn_abort(t);
+	pthread_rwlock_unlock(&m->map_lock);
+}
+
+/*
+ * write_txn() - run @fn(m, txn, arg) in a write transaction and commit
+ * it.  When the map is full (in @fn or at commit) the transaction is
+ * aborted, the map grown and @fn run again from the start: @fn must
+ * only write to the transaction (or be otherwise repeatable).  @fn
+ * returns an LMDB code (0, a positive errno or MDB_*); nonzero aborts.
+ * Every writer goes through here, so none fails because the map filled.
+ * Return: 0 or -errno.
+ */
+static int write_txn(struct meta *m,
+		     int (*fn)(struct meta *m, MDB_txn *t, void *arg), void *arg)
+{
+	MDB_txn *t;
+	size_t seen;
+	int rc;
+
+	for (;;) {
+		pthread_rwlock_rdlock(&m->map_lock);
+		seen = m->mapsize;
+		rc = mdb_txn_begin(m->env, NULL, 0, &t);
+		if (!rc) {
+			rc = fn(m, t, arg);
+			if (rc)
+				mdb_txn_abort(t);
+			else
+				rc = mdb_txn_commit(t);
+		}
+		pthread_rwlock_unlock(&m->map_lock);
+		if (rc != MDB_MAP_FULL && rc != MDB_MAP_RESIZED)
+			return mdb_err(rc);
+		rc = grow_map(m, seen, rc == MDB_MAP_RESIZED);
+		if (rc)
+			return mdb_err(rc);
+	}
 }
 
 static int apply_op(struct meta *m, MDB_txn *t, const struct op *o)
@@ -127,26 +220,27 @@ static int apply_op(struct meta *m, MDB_txn *t, const struct op *o)
 	return 0;
 }
 
+struct batch {
+	const struct op *ops;
+	size_t n;
+};
+
+static int apply_batch_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct batch *b = arg;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < b->n && !rc; i++)
+		rc = apply_op(m, t, &b->ops[i]);
+	return rc;
+}
+
 static int apply_batch(struct meta *m, const struct op *ops, size_t n)
 {
-	MDB_txn *t;
-	size_t i;
-	int rc;
+	struct batch b = { ops, n };
 
-retry:
-	rc = txn_begin(m, 0, &t);
-	if (rc)
-		return rc;
-	for (i = 0; i < n && !rc; i++)
-		rc = apply_op(m, t, &ops[i]);
-	if (!rc) {
-		rc = mdb_txn_commit(t);
-	} else {
-		mdb_txn_abort(t);
-	}
-	if (rc == MDB_MAP_FULL && grow_map(m) == 0)
-		goto retry;
-	return mdb_err(rc);
+	return write_txn(m, apply_batch_fn, &b);
 }
 
 /*
@@ -286,37 +380,27 @@ uint64_t meta_batches(struct meta *m)
 	return b;
 }
 
-int meta_open(struct meta **out, const char *dir)
+/* the environment and its databases; an LMDB code (env closed on error) */
+static int env_open(struct meta *m, const char *dir, size_t map_start)
 {
-	struct meta *m = calloc(1, sizeof(*m));
+	MDB_envinfo info;
 	MDB_txn *t;
-	int rc, stale;
+	int rc, stale, i;
 
-	if (!m)
-		return -ENOMEM;
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		rc = -errno;
-		goto out_free;
-	}
-	rc = mdb_err(mdb_env_create(&m->env));
+	rc = mdb_env_create(&m->env);
 	if (rc)
-		goto out_free;
-	m->mapsize = MAPSIZE_START;
-	mdb_env_set_mapsize(m->env, m->mapsize);
+		return rc;
+	mdb_env_set_mapsize(m->env, map_start);
 	mdb_env_set_maxdbs(m->env, 8);
 	mdb_env_set_maxreaders(m->env, 256);
-	rc = mdb_err(mdb_env_open(m->env, dir, MDB_NOTLS, 0600));
+	rc = mdb_env_open(m->env, dir, MDB_NOTLS, 0600);
 	if (rc)
 		goto out_env;
 	/* a file grown by an earlier run may be larger than our start */
-	{
-		MDB_envinfo info;
-
-		mdb_env_info(m->env, &info);
-		m->mapsize = info.me_mapsize;
-	}
+	mdb_env_info(m->env, &info);
+	m->mapsize = info.me_mapsize;
 	mdb_reader_check(m->env, &stale);
-	rc = txn_begin(m, 0, &t);
+	rc = mdb_txn_begin(m->env, NULL, 0, &t);
 	if (rc)
 		goto out_env;
 	rc = mdb_dbi_open(t, "meta", MDB_CREATE, &m->dbi_meta);
@@ -326,32 +410,58 @@ int meta_open(struct meta **out, const char *dir)
 		rc = mdb_dbi_open(t, "chunks", MDB_CREATE, &m->dbi_chunks);
 	if (!rc)
 		rc = mdb_dbi_open(t, "heat", MDB_CREATE, &m->dbi_heat);
-	if (!rc)
-		rc = mdb_dbi_open(t, "objects", MDB_CREATE, &m->dbi_objects);
+	for (i = 0; i < 2 && !rc; i++)
+		rc = mdb_dbi_open(t, ns_db_name[i], MDB_CREATE,
+				  &m->dbi_objects[i]);
 	if (rc) {
 		mdb_txn_abort(t);
-		rc = mdb_err(rc);
 		goto out_env;
 	}
-	rc = mdb_err(mdb_txn_commit(t));
-	if (rc)
-		goto out_env;
+	rc = mdb_txn_commit(t);
+	if (!rc)
+		return 0;
+out_env:
+	mdb_env_close(m->env);
+	m->env = NULL;
+	return rc;
+}
+
+int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
+{
+	struct meta *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	pthread_rwlock_init(&m->map_lock, NULL);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->done, NULL);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		rc = -errno;
+		goto out_free;
+	}
+	rc = mdb_err(env_open(m, dir, map_start));
+	if (rc)
+		goto out_free;
 	rc = bgthread_start(&m->writer, "meta-writer", META_BATCH_MS,
 			    writer_tick, m);
 	if (rc)
-		goto out_lock;
+		goto out_env;
 	*out = m;
 	return 0;
-out_lock:
-	pthread_cond_destroy(&m->done);
-	pthread_mutex_destroy(&m->lock);
 out_env:
 	mdb_env_close(m->env);
 out_free:
+	pthread_cond_destroy(&m->done);
+	pthread_mutex_destroy(&m->lock);
+	pthread_rwlock_destroy(&m->map_lock);
 	free(m);
 	return rc;
+}
+
+int meta_open(struct meta **out, const char *dir)
+{
+	return meta_open_sized(out, dir, META_MAPSIZE);
 }
 
 void meta_close(struct meta *m)
@@ -366,6 +476,7 @@ void meta_close(struct meta *m)
 	free(m->spare);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->done);
+	pthread_rwlock_destroy(&m->map_lock);
 	free(m);
 }
 
@@ -375,9 +486,9 @@ int meta_get_str(struct meta *m, const char *key, char *buf, size_t len)
 	MDB_txn *t;
 	int rc;
 
-	rc = txn_begin(m, MDB_RDONLY, &t);
+	rc = read_begin(m, &t);
 	if (rc)
-		return rc;
+		return mdb_err(rc);
 	rc = mdb_get(t, m->dbi_meta, &k, &v);
 	if (!rc) {
 		size_t n = MIN(v.mv_size, len - 1);
@@ -385,46 +496,111 @@ int meta_get_str(struct meta *m, const char *key, char *buf, size_t len)
 		memcpy(buf, v.mv_data, n);
 		buf[n] = '\0';
 	}
-	mdb_txn_abort(t);
+	read_end(m, t);
 	return rc == MDB_NOTFOUND ? -ENOENT : mdb_err(rc);
+}
+
+struct put_str {
+	const char *key, *val;
+};
+
+static int put_str_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct put_str *p = arg;
+	MDB_val k = { strlen(p->key), (void *)p->key };
+	MDB_val v = { strlen(p->val), (void *)p->val };
+
+	return mdb_put(t, m->dbi_meta, &k, &v, 0);
 }
 
 int meta_put_str(struct meta *m, const char *key, const char *val)
 {
-	MDB_val k = { strlen(key), (void *)key };
-	MDB_val v = { strlen(val), (void *)val };
-	MDB_txn *t;
-	int rc;
+	struct put_str p = { key, val };
 
-	rc = txn_begin(m, 0, &t);
-	if (rc)
-		return rc;
-	rc = mdb_put(t, m->dbi_meta, &k, &v, 0);
-	if (rc) {
-		mdb_txn_abort(t);
-		return mdb_err(rc);
-	}
-	return mdb_err(mdb_txn_commit(t));
+	return write_txn(m, put_str_fn, &p);
 }
 
-int meta_wipe_cache(struct meta *m)
+static int wipe_fn(struct meta *m, MDB_txn *t, void *arg)
 {
-	MDB_txn *t;
-	int rc;
+	int rc = mdb_drop(t, m->dbi_files, 0);
 
-	rc = txn_begin(m, 0, &t);
-	if (rc)
-		return rc;
-	rc = mdb_drop(t, m->dbi_files, 0);
 	if (!rc)
 		rc = mdb_drop(t, m->dbi_chunks, 0);
 	if (!rc)
 		rc = mdb_drop(t, m->dbi_heat, 0);
-	if (rc) {
-		mdb_txn_abort(t);
-		return mdb_err(rc);
+	return rc;
+}
+
+int meta_wipe_cache(struct meta *m)
+{
+	return write_txn(m, wipe_fn, NULL);
+}
+
+/* ---- the namespace cache ---- */
+
+/* index of the current namespace database (0 if none was ever chosen) */
+static int ns_current(struct meta *m)
+{
+	char slot[4];
+
+	return !meta_get_str(m, NS_SLOT_KEY, slot, sizeof(slot)) &&
+	       !strcmp(slot, "1");
+}
+
+static int ns_clear_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct meta_ns_txn *ns = arg;
+
+	return mdb_drop(t, m->dbi_objects[ns->slot], 0);
+}
+
+static int ns_write_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct meta_ns_txn *ns = arg;
+	size_t off = 0;
+	int rc = 0;
+
+	while (!rc && off < ns->len) {
+		MDB_val k = { FID_KEY_LEN, ns->buf + off }, v;
+		uint32_t vlen;
+
+		memcpy(&vlen, ns->buf + off + FID_KEY_LEN, sizeof(vlen));
+		v.mv_size = vlen;
+		v.mv_data = ns->buf + off + FID_KEY_LEN + sizeof(vlen);
+		rc = mdb_put(t, m->dbi_objects[ns->slot], &k, &v, 0);
+		off += FID_KEY_LEN + sizeof(vlen) + vlen;
 	}
-	return mdb_err(mdb_txn_commit(t));
+	return rc;
+}
+
+static int ns_flip_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct meta_ns_txn *ns = arg;
+	MDB_val k = { strlen(NS_SLOT_KEY), NS_SLOT_KEY };
+	MDB_val v = { 1, ns->slot ? "1" : "0" };
+
+	return mdb_put(t, m->dbi_meta, &k, &v, 0);
+}
+
+/* write what gathered in @t in one short transaction */
+static int ns_flush(struct meta_ns_txn *t)
+{
+	int rc;
+
+	if (!t->len)
+		return 0;
+	rc = write_txn(t->m, ns_write_fn, t);
+	t->len = 0;
+	return rc;
+}
+
+static void ns_free(struct meta_ns_txn *t)
+{
+	pthread_mutex_lock(&t->m->lock);
+	t->m->ns_busy = false;
+	pthread_mutex_unlock(&t->m->lock);
+	free(t->buf);
+	free(t);
 }
 
 int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
@@ -434,14 +610,19 @@ int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
 
 	if (!t)
 		return -ENOMEM;
-	t->m = m;
-	rc = txn_begin(m, 0, &t->txn);
-	if (!rc)
-		rc = mdb_err(mdb_drop(t->txn, m->dbi_objects, 0));
+	pthread_mutex_lock(&m->lock);
+	rc = m->ns_busy ? -EBUSY : 0;
+	m->ns_busy = true;
+	pthread_mutex_unlock(&m->lock);
 	if (rc) {
-		if (t->txn)
-			mdb_txn_abort(t->txn);
 		free(t);
+		return rc;
+	}
+	t->m = m;
+	t->slot = !ns_current(m);
+	rc = write_txn(m, ns_clear_fn, t);
+	if (rc) {
+		ns_free(t);
 		return rc;
 	}
 	*out = t;
@@ -451,39 +632,48 @@ int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
 int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,
 		const struct ns_attr *a)
 {
-	uint8_t kb[FID_KEY_LEN], *vb;
-	MDB_val k = { FID_KEY_LEN, kb }, v;
+	size_t need = FID_KEY_LEN + 4 + 2 + ATTR_REC_MAX + len;
+	uint8_t *p;
+	uint32_t vlen;
 	size_t alen;
-	int rc;
 
+	if (len > UINT32_MAX / 2)
+		return -ENAMETOOLONG;
+	if (t->len + need > t->cap) {
+		size_t cap = MAX(t->cap * 2, t->len + need);
+
+		p = realloc(t->buf, cap);
+		if (!p)
+			return -ENOMEM;
+		t->buf = p;
+		t->cap = cap;
+	}
 	/* keyed by a hash: names may exceed LMDB's 511-byte key limit */
-	vb = malloc(2 + ATTR_REC_MAX + len);
-	if (!vb)
-		return -ENOMEM;
-	fid_key(kb, hash64(key, len, 0));
-	alen = attr_rec_encode(vb + 2, a);
-	vb[0] = alen & 0xff;
-	vb[1] = alen >> 8;
-	memcpy(vb + 2 + alen, key, len);
-	v.mv_data = vb;
-	v.mv_size = 2 + alen + len;
-	rc = mdb_err(mdb_put(t->txn, t->m->dbi_objects, &k, &v, 0));
-	free(vb);
-	return rc;
+	p = t->buf + t->len;
+	fid_key(p, hash64(key, len, 0));
+	alen = attr_rec_encode(p + FID_KEY_LEN + 4 + 2, a);
+	p[FID_KEY_LEN + 4] = alen & 0xff;
+	p[FID_KEY_LEN + 4 + 1] = alen >> 8;
+	memcpy(p + FID_KEY_LEN + 4 + 2 + alen, key, len);
+	vlen = 2 + alen + len;
+	memcpy(p + FID_KEY_LEN, &vlen, sizeof(vlen));
+	t->len += FID_KEY_LEN + 4 + vlen;
+	return t->len >= NS_BATCH_BYTES ? ns_flush(t) : 0;
 }
 
 int meta_ns_commit(struct meta_ns_txn *t)
 {
-	int rc = mdb_err(mdb_txn_commit(t->txn));
+	int rc = ns_flush(t);
 
-	free(t);
+	if (!rc)
+		rc = write_txn(t->m, ns_flip_fn, t);
+	ns_free(t);
 	return rc;
 }
 
 void meta_ns_abort(struct meta_ns_txn *t)
 {
-	mdb_txn_abort(t->txn);
-	free(t);
+	ns_free(t);	/* what was written stays unused until the next begin */
 }
 
 /* walk database @dbi, handing each record to @each; -errno */
@@ -496,12 +686,12 @@ static int walk(struct meta *m, MDB_dbi dbi,
 	MDB_val k, v;
 	int rc;
 
-	rc = txn_begin(m, MDB_RDONLY, &t);
+	rc = read_begin(m, &t);
 	if (rc)
-		return rc;
+		return mdb_err(rc);
 	rc = mdb_cursor_open(t, dbi, &c);
 	if (rc) {
-		mdb_txn_abort(t);
+		read_end(m, t);
 		return mdb_err(rc);
 	}
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
@@ -514,7 +704,7 @@ static int walk(struct meta *m, MDB_dbi dbi,
 		}
 	}
 	mdb_cursor_close(c);
-	mdb_txn_abort(t);
+	read_end(m, t);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	return rc < 0 && rc > -4096 ? rc : mdb_err(rc);
@@ -550,7 +740,7 @@ long meta_ns_load(struct meta *m, int (*fn)(void *arg, const char *key,
 		  size_t len, const struct ns_attr *a), void *arg)
 {
 	struct load_ctx l = { (void *)fn, arg, 0 };
-	int rc = walk(m, m->dbi_objects, ns_each, &l);
+	int rc = walk(m, m->dbi_objects[ns_current(m)], ns_each, &l);
 
 	return rc ? rc : l.count;
 }
