@@ -19,6 +19,11 @@
  * cache) runs in a transaction that, when LMDB finds the map full, is
  * aborted, the map doubled (once no other transaction of the process is
  * open: a rwlock every transaction holds shared) and run again.
+ *
+ * A damaged index never stops a start: meta_open() checks data.mdb
+ * before LMDB maps it (its size against the last page its meta page
+ * names, then every record read by a child process, so that a fault
+ * kills the child), and sets a damaged one aside (docs/cache-format.md).
  */
 #ifndef FUSEFS_META_H
 #define FUSEFS_META_H
@@ -34,7 +39,13 @@
 
 struct meta;
 
-/* meta_open() - open or create the index in directory @dir. -errno. */
+/*
+ * meta_open() - open or create the index in directory @dir.  If the
+ * index there is damaged (truncated, not LMDB, unreadable), @dir is
+ * renamed to @dir.broken-YYYYmmddTHHMMSSZ, an empty index created in its
+ * place, and one error line logged: the cache starts empty (its data
+ * files are orphans, swept by cache_open()).  Return: 0 or -errno.
+ */
 int meta_open(struct meta **out, const char *dir);
 /* meta_open_sized() - meta_open() with an initial map of @map_start
  * bytes (tests: a tiny map that has to grow). */

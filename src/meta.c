@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: MIT
 /* meta.c - see meta.h */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <lmdb.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bgthread.h"
 #include "hash.h"
@@ -380,6 +388,333 @@ uint64_t meta_batches(struct meta *m)
 	return b;
 }
 
+/* ---- a damaged index is set aside before LMDB maps it ---- */
+
+/*
+ * LMDB 0.9 (mdb.c) begins its data file with two meta pages, each an
+ * MDB_page header then an MDB_meta; the one with the larger txnid is
+ * current and names the last page in use, so the file must hold at
+ * least (last_pg + 1) pages.  A shorter file would be mapped all the
+ * same and fault (SIGBUS) at the first touch of a missing page.  Offsets
+ * for x86-64 (tests/unit/test_meta.c checks them against a file LMDB
+ * wrote).
+ */
+#define LM_FLAGS	10	/* mp_flags, u16 */
+#define LM_MAGIC	16	/* mm_magic, u32 */
+#define LM_VERSION	20	/* mm_version, u32 */
+#define LM_PSIZE	40	/* mm_dbs[FREE_DBI].md_pad, u32: the page size */
+#define LM_LAST_PG	136	/* mm_last_pg, u64 */
+#define LM_TXNID	144	/* mm_txnid, u64 */
+#define LM_META_END	152
+#define LM_P_META	0x08
+#define LM_MAGIC_VAL	0xBEEFC0DEU
+#define LM_DATA_VERSION	1
+#define PROBE_BASE_S	30	/* the probe's time bound: this, */
+#define PROBE_BYTES_S	(32 << 20)	/* plus 1 s per this many bytes */
+
+_Static_assert(sizeof(size_t) == 8 && sizeof(void *) == 8,
+	       "LM_* offsets are those of a 64-bit build");
+
+struct lm_meta {
+	uint32_t psize;
+	uint64_t last_pg, txnid;
+};
+
+/* the meta page at @off: NULL, or what is wrong with it */
+static const char *lm_read_meta(int fd, off_t off, struct lm_meta *out)
+{
+	uint8_t b[LM_META_END];
+	uint32_t magic, version;
+	uint16_t flags;
+
+	if (pread(fd, b, sizeof(b), off) != (ssize_t)sizeof(b))
+		return "a meta page is cut off";
+	memcpy(&flags, b + LM_FLAGS, sizeof(flags));
+	memcpy(&magic, b + LM_MAGIC, sizeof(magic));
+	memcpy(&version, b + LM_VERSION, sizeof(version));
+	memcpy(&out->psize, b + LM_PSIZE, sizeof(out->psize));
+	memcpy(&out->last_pg, b + LM_LAST_PG, sizeof(out->last_pg));
+	memcpy(&out->txnid, b + LM_TXNID, sizeof(out->txnid));
+	if (!(flags & LM_P_META) || magic != LM_MAGIC_VAL)
+		return "not an LMDB file: no meta page";
+	if (version != LM_DATA_VERSION)
+		return "an LMDB file of another format version";
+	if (out->psize < 512 || out->psize > 65536 ||
+	    (out->psize & (out->psize - 1)))
+		return "its meta page names an impossible page size";
+	if (out->last_pg < 1 || out->last_pg >= (1ULL << 40))
+		return "its meta page names an impossible last page";
+	return NULL;
+}
+
+/*
+ * check_header() - does @dir/data.mdb hold what its meta pages say?
+ * Return: 0 (fine, absent or empty: LMDB creates it), 1 damaged (@why
+ * says how), or -errno.
+ */
+static int check_header(const char *dir, char *why, size_t len)
+{
+	struct lm_meta m0, m1, *cur;
+	const char *bad;
+	char path[PATH_MAX];
+	struct stat sb;
+	uint64_t need;
+	int fd, rc = 1;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != ELOOP)
+			return -errno;
+		snprintf(why, len, "data.mdb is a symlink");
+		return 1;
+	}
+	if (fstat(fd, &sb)) {
+		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(why, len, "data.mdb is not a regular file");
+		goto out;
+	}
+	if (sb.st_size == 0) {
+		rc = 0;
+		goto out;
+	}
+	bad = lm_read_meta(fd, 0, &m0);
+	if (!bad)
+		bad = lm_read_meta(fd, m0.psize, &m1);
+	if (bad) {
+		snprintf(why, len, "data.mdb, %lld bytes: %s",
+			 (long long)sb.st_size, bad);
+		goto out;
+	}
+	cur = m1.txnid > m0.txnid ? &m1 : &m0;
+	need = (cur->last_pg + 1) * cur->psize;
+	if ((uint64_t)sb.st_size < need) {
+		snprintf(why, len, "data.mdb is %lld bytes, its meta page says %llu (%llu pages of %u): truncated",
+			 (long long)sb.st_size, (unsigned long long)need,
+			 (unsigned long long)cur->last_pg + 1, cur->psize);
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* read every byte of @v, so that every page under it is faulted in */
+static uint8_t touch(const MDB_val *v, uint8_t acc)
+{
+	const volatile uint8_t *p = v->mv_data;
+	size_t i;
+
+	for (i = 0; i < v->mv_size; i++)
+		acc ^= p[i];
+	return acc;
+}
+
+static int probe_db(MDB_txn *t, MDB_dbi dbi, uint8_t *acc)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(t, dbi, &c);
+
+	if (rc)
+		return rc;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+		*acc = touch(&v, touch(&k, *acc));
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/*
+ * probe_env() - in the probe child: open @dir read-only, without the
+ * lock file, and read every record of every database (the free list,
+ * the main database and each named one): all a load will touch.
+ * Return: an LMDB code.
+ */
+static int probe_env(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	MDB_dbi main_dbi, dbi;
+	uint8_t acc = 0;
+	char name[512];
+	int rc = mdb_env_create(&env);
+
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0600);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
+	if (rc)
+		goto out;
+	rc = probe_db(t, 0, &acc);		/* FREE_DBI, as mdb_stat -f */
+	if (!rc)
+		rc = mdb_dbi_open(t, NULL, 0, &main_dbi);
+	if (!rc)
+		rc = mdb_cursor_open(t, main_dbi, &c);
+	if (rc)
+		goto out_txn;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		rc = MDB_CORRUPTED;	/* LMDB keys are shorter */
+		if (k.mv_size >= sizeof(name))
+			break;
+		memcpy(name, k.mv_data, k.mv_size);
+		name[k.mv_size] = '\0';
+		rc = mdb_dbi_open(t, name, 0, &dbi);
+		if (!rc)
+			rc = probe_db(t, dbi, &acc);
+		if (rc)
+			break;
+	}
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out_txn:
+	mdb_txn_abort(t);
+out:
+	mdb_env_close(env);
+	return rc;
+}
+
+/*
+ * probe() - run probe_env() in a child process, so that a fault on a
+ * damaged page (SIGBUS, SIGSEGV, an LMDB assertion) kills the child, not
+ * the daemon; bounded in time by the file's size.  Return: 0 (it read
+ * everything), 1 damaged (@why says how), or -errno.
+ */
+static int probe(const char *dir, char *why, size_t len)
+{
+	char path[PATH_MAX], msg[160] = "";
+	struct stat sb;
+	int p[2], status, timeout_s, null, rc;
+	size_t got = 0;
+	time_t deadline;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(path, &sb) || sb.st_size == 0)
+		return 0;	/* nothing to read: LMDB creates it */
+	timeout_s = PROBE_BASE_S + (int)(sb.st_size / PROBE_BYTES_S);
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		/* die of the signal itself; say nothing on the daemon's stderr */
+		signal(SIGBUS, SIG_DFL);
+		signal(SIGSEGV, SIG_DFL);
+		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		rc = probe_env(dir);
+		if (rc) {
+			const char *s = mdb_strerror(rc);
+
+			if (write(p[1], s, strlen(s)) < 0)
+				_exit(2);
+		}
+		_exit(rc ? 1 : 0);
+	}
+	close(p[1]);
+	deadline = time(NULL) + timeout_s;
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		time_t left = deadline - time(NULL);
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left * 1000) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(p[0]);
+			snprintf(why, len, "reading it through LMDB did not finish within %d s",
+				 timeout_s);
+			return 1;
+		}
+		n = read(p[0], msg + got, sizeof(msg) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (got += n) == sizeof(msg) - 1)
+			break;
+	}
+	msg[got] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFSIGNALED(status)) {
+		const char *sig = sigabbrev_np(WTERMSIG(status));
+
+		snprintf(why, len, "reading it through LMDB died of SIG%s",
+			 sig ? sig : "?");
+		return 1;
+	}
+	if (WEXITSTATUS(status) == 0)
+		return 0;
+	snprintf(why, len, "reading it through LMDB failed: %s",
+		 msg[0] ? msg : "unknown error");
+	return 1;
+}
+
+/*
+ * set_aside() - rename the index directory @dir to
+ * @dir.broken-YYYYmmddTHHMMSSZ (never over another one) and create an
+ * empty one in its place, with the one log line that says so.
+ * Return: 0 or -errno.
+ */
+static int set_aside(const char *dir, const char *why)
+{
+	char aside[PATH_MAX], ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int i, rc;
+
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+	for (i = 0; i < 100; i++) {
+		if (i)
+			snprintf(aside, sizeof(aside), "%s.broken-%s-%d", dir, ts, i);
+		else
+			snprintf(aside, sizeof(aside), "%s.broken-%s", dir, ts);
+		rc = renameat2(AT_FDCWD, dir, AT_FDCWD, aside, RENAME_NOREPLACE);
+		if (!rc || errno != EEXIST)
+			break;
+	}
+	if (rc || mkdir(dir, 0700)) {
+		rc = -errno;
+		log_err("cache index %s is damaged (%s) and cannot be moved aside: %s",
+			dir, why, strerror(-rc));
+		return rc;
+	}
+	log_err("cache index %s is damaged (%s): moved to %s; starting with an empty index (cached data will be fetched again)",
+		dir, why, aside);
+	return 0;
+}
+
+/* LMDB's verdicts on a file that is not what it should be */
+static bool lmdb_damage(int rc)
+{
+	return rc == MDB_INVALID || rc == MDB_CORRUPTED ||
+	       rc == MDB_PAGE_NOTFOUND || rc == MDB_VERSION_MISMATCH ||
+	       rc == MDB_INCOMPATIBLE;
+}
+
 /* the environment and its databases; an LMDB code (env closed on error) */
 static int env_open(struct meta *m, const char *dir, size_t map_start)
 {
@@ -429,7 +764,8 @@ out_env:
 int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
 {
 	struct meta *m = calloc(1, sizeof(*m));
-	int rc;
+	char why[256];
+	int rc, lrc;
 
 	if (!m)
 		return -ENOMEM;
@@ -440,7 +776,23 @@ int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
 		rc = -errno;
 		goto out_free;
 	}
-	rc = mdb_err(env_open(m, dir, map_start));
+	rc = check_header(dir, why, sizeof(why));
+	if (rc == 0)
+		rc = probe(dir, why, sizeof(why));
+	if (rc > 0)
+		rc = set_aside(dir, why);
+	if (rc)
+		goto out_free;
+	/* what the checks cannot see, LMDB may still refuse: once more */
+	lrc = env_open(m, dir, map_start);
+	if (lmdb_damage(lrc)) {
+		snprintf(why, sizeof(why), "LMDB: %s", mdb_strerror(lrc));
+		rc = set_aside(dir, why);
+		if (rc)
+			goto out_free;
+		lrc = env_open(m, dir, map_start);
+	}
+	rc = mdb_err(lrc);
 	if (rc)
 		goto out_free;
 	rc = bgthread_start(&m->writer, "meta-writer", META_BATCH_MS,

@@ -2,7 +2,7 @@
 /*
  * The index (meta.c): updates are batched, never one commit per update;
  * every writer grows the map; a namespace rewrite does not hold LMDB's
- * write lock.
+ * write lock; a damaged index is set aside, never mapped.
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -221,6 +221,149 @@ static void test_ns_rewrite_does_not_block_commits(void)
 	tdir_fini(&d);
 }
 
+/* ---- a damaged index is set aside ---- */
+
+/* an index with some of everything, closed; returns data.mdb's size */
+static off_t make_index(const struct tdir *d)
+{
+	struct chunk_rec cr = { .len = 4096, .sum = 1, .gen = 2 };
+	struct heat_rec h = { .count = 1 };
+	struct file_rec fr = { .size = 4096, .chunk_size = 4096 };
+	char path[128];
+	struct meta *m;
+	struct stat sb;
+	int i;
+
+	CHECK_INT(meta_open(&m, d->index), ==, 0);
+	CHECK_INT(write_ns(m, 3000, 200), ==, 0);
+	for (i = 0; i < 3000; i++) {
+		meta_q_file(m, (uint64_t)i, &fr);
+		meta_q_chunk(m, (uint64_t)i, 0, &cr);
+		meta_q_heat(m, (uint64_t)i, &h);
+	}
+	CHECK_INT(meta_put_str(m, "format", "1"), ==, 0);
+	meta_close(m);
+	snprintf(path, sizeof(path), "%s/data.mdb", d->index);
+	CHECK_INT(stat(path, &sb), ==, 0);
+	return sb.st_size;
+}
+
+enum damage { CUT_8K, CUT_QUARTER, CUT_HALF, GARBAGE, GARBAGE_INSIDE };
+
+static void damage(const struct tdir *d, enum damage how, off_t size)
+{
+	char path[128], *junk = pattern(size, 99);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", d->index);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0);
+	switch (how) {
+	case CUT_8K:
+		CHECK_INT(ftruncate(fd, 8192), ==, 0);
+		break;
+	case CUT_QUARTER:
+		CHECK_INT(ftruncate(fd, size / 4), ==, 0);
+		break;
+	case CUT_HALF:
+		CHECK_INT(ftruncate(fd, size / 2), ==, 0);
+		break;
+	case GARBAGE:
+		CHECK_INT(pwrite(fd, junk, size, 0), ==, size);
+		break;
+	case GARBAGE_INSIDE:	/* meta pages intact, the rest not */
+		CHECK_INT(pwrite(fd, junk, size - 8192, 8192), ==, size - 8192);
+		break;
+	}
+	close(fd);
+	free(junk);
+}
+
+static void check_set_aside(enum damage how)
+{
+	char aside[512], path[600], val[8];
+	struct ns_count c = { 0 };
+	struct tdir d;
+	struct meta *m;
+	struct stat sb;
+	off_t size;
+
+	tdir_init(&d);
+	size = make_index(&d);
+	CHECK_INT(size, >, 64 * 1024);
+	/* an intact index is kept */
+	CHECK_INT(meta_open(&m, d.index), ==, 0);
+	CHECK_INT(meta_get_str(m, "format", val, sizeof(val)), ==, 0);
+	meta_close(m);
+	CHECK_INT(broken_dirs(&d, NULL, 0), ==, 0);
+
+	damage(&d, how, size);
+	CHECK_INT(meta_open(&m, d.index), ==, 0);
+	/* a fresh, empty and working index */
+	CHECK_INT(meta_get_str(m, "format", val, sizeof(val)), ==, -ENOENT);
+	CHECK_INT(meta_ns_load(m, count_ns, &c), ==, 0);
+	CHECK_INT(write_ns(m, 10, 50), ==, 0);
+	meta_close(m);
+	/* the damaged one is kept aside, as it was */
+	CHECK_INT(broken_dirs(&d, aside, sizeof(aside)), ==, 1);
+	snprintf(path, sizeof(path), "%s/data.mdb", aside);
+	CHECK_INT(stat(path, &sb), ==, 0);
+	CHECK_INT(sb.st_size, ==, how == CUT_8K ? 8192 : how == CUT_QUARTER ?
+		  size / 4 : how == CUT_HALF ? size / 2 : size);
+	/* and the next start keeps the new one */
+	CHECK_INT(meta_open(&m, d.index), ==, 0);
+	c.n = 0;
+	CHECK_INT(meta_ns_load(m, count_ns, &c), ==, 10);
+	meta_close(m);
+	CHECK_INT(broken_dirs(&d, NULL, 0), ==, 1);
+	tdir_fini(&d);
+}
+
+static void test_truncated_8k_set_aside(void)
+{
+	check_set_aside(CUT_8K);
+}
+
+static void test_truncated_quarter_set_aside(void)
+{
+	check_set_aside(CUT_QUARTER);
+}
+
+static void test_truncated_half_set_aside(void)
+{
+	check_set_aside(CUT_HALF);
+}
+
+static void test_garbage_set_aside(void)
+{
+	check_set_aside(GARBAGE);
+}
+
+static void test_garbage_inside_set_aside(void)
+{
+	check_set_aside(GARBAGE_INSIDE);
+}
+
+static void test_empty_data_file_is_fine(void)
+{
+	char path[128];
+	struct tdir d;
+	struct meta *m;
+	int fd;
+
+	tdir_init(&d);
+	CHECK_INT(mkdir(d.index, 0700), ==, 0);
+	snprintf(path, sizeof(path), "%s/data.mdb", d.index);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_INT(meta_open(&m, d.index), ==, 0);
+	CHECK_INT(write_ns(m, 2, 20), ==, 0);
+	meta_close(m);
+	CHECK_INT(broken_dirs(&d, NULL, 0), ==, 0);
+	tdir_fini(&d);
+}
+
 int main(void)
 {
 	runner_name = "test_meta";
@@ -228,5 +371,11 @@ int main(void)
 	TEST(test_index_batched);
 	TEST(test_map_grows_for_every_writer);
 	TEST(test_ns_rewrite_does_not_block_commits);
+	TEST(test_truncated_8k_set_aside);
+	TEST(test_truncated_quarter_set_aside);
+	TEST(test_truncated_half_set_aside);
+	TEST(test_garbage_set_aside);
+	TEST(test_garbage_inside_set_aside);
+	TEST(test_empty_data_file_is_fine);
 	return runner_done();
 }
