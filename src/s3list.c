@@ -146,29 +146,28 @@ struct parse {
 	bool have_key, have_size;
 };
 
-static enum field top_field(const char *name)
+/* the elements read: children of the root (@top) or of a Contents */
+static enum field field_of(const char *name, bool top)
 {
-	if (!strcmp(name, "Contents"))
-		return F_CONTENTS;
-	if (!strcmp(name, "IsTruncated"))
-		return F_TRUNCATED;
-	if (!strcmp(name, "NextContinuationToken"))
-		return F_TOKEN;
-	if (!strcmp(name, "EncodingType"))
-		return F_ENCODING;
-	return F_OTHER;
-}
+	static const struct {
+		const char *name;
+		enum field f;
+		bool top;
+	} known[] = {
+		{ "Contents", F_CONTENTS, true },
+		{ "IsTruncated", F_TRUNCATED, true },
+		{ "NextContinuationToken", F_TOKEN, true },
+		{ "EncodingType", F_ENCODING, true },
+		{ "Key", F_KEY, false },
+		{ "Size", F_SIZE, false },
+		{ "LastModified", F_MTIME, false },
+		{ "ETag", F_ETAG, false },
+	};
+	size_t i;
 
-static enum field sub_field(const char *name)
-{
-	if (!strcmp(name, "Key"))
-		return F_KEY;
-	if (!strcmp(name, "Size"))
-		return F_SIZE;
-	if (!strcmp(name, "LastModified"))
-		return F_MTIME;
-	if (!strcmp(name, "ETag"))
-		return F_ETAG;
+	for (i = 0; i < ARRAY_SIZE(known); i++)
+		if (known[i].top == top && !strcmp(name, known[i].name))
+			return known[i].f;
 	return F_OTHER;
 }
 
@@ -273,7 +272,7 @@ static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
 		return 0;
 	}
 	if (depth == 1) {
-		p->top = top_field(name);
+		p->top = field_of(name, true);
 		p->sub = F_NONE;
 		text_reset(&p->small);
 		if (p->top == F_CONTENTS) {
@@ -282,7 +281,7 @@ static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
 			text_reset(&p->key);
 		}
 	} else if (depth == 2 && p->top == F_CONTENTS) {
-		p->sub = sub_field(name);
+		p->sub = field_of(name, false);
 		text_reset(p->sub == F_KEY ? &p->key : &p->small);
 	}
 	return 0;

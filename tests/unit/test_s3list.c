@@ -113,18 +113,26 @@ static void test_time(void)
 	CHECK_INT(s3_parse_time("yesterday", &t), ==, -EINVAL);
 }
 
-/* one <Contents> with @size and @etag: does the page parse? */
-static int parse_one(const char *size, const char *etag)
+/* a page of @head then one <Contents> holding @fields: does it parse? */
+static int parse_entry(const char *head, const char *fields)
 {
 	char xml[1024];
 	struct s3_page pg;
 	struct seen s = { 0 };
 
-	snprintf(xml, sizeof(xml),
-		 "<ListBucketResult><IsTruncated>false</IsTruncated>"
-		 "<Contents><Key>k</Key><ETag>%s</ETag><Size>%s</Size>"
-		 "</Contents></ListBucketResult>", etag, size);
+	snprintf(xml, sizeof(xml), "<ListBucketResult>%s<Contents>%s</Contents>"
+		 "</ListBucketResult>", head, fields);
 	return s3list_parse(xml, strlen(xml), &pg, collect, &s);
+}
+
+/* one <Contents> with @size and @etag: does the page parse? */
+static int parse_one(const char *size, const char *etag)
+{
+	char f[512];
+
+	snprintf(f, sizeof(f), "<Key>k</Key><ETag>%s</ETag><Size>%s</Size>",
+		 etag, size);
+	return parse_entry("<IsTruncated>false</IsTruncated>", f);
 }
 
 static void test_hostile_sizes_and_etags(void)
@@ -181,17 +189,13 @@ static void test_url_encoded_keys(void)
 	CHECK_STR(s.keys[0], "a%0Ab+c");
 }
 
+/* one URL-encoded @key */
 static int parse_key(const char *key)
 {
-	char xml[1024];
-	struct s3_page pg;
-	struct seen s = { 0 };
+	char f[512];
 
-	snprintf(xml, sizeof(xml),
-		 "<ListBucketResult><EncodingType>url</EncodingType>"
-		 "<Contents><Key>%s</Key><Size>1</Size></Contents>"
-		 "</ListBucketResult>", key);
-	return s3list_parse(xml, strlen(xml), &pg, collect, &s);
+	snprintf(f, sizeof(f), "<Key>%s</Key><Size>1</Size>", key);
+	return parse_entry("<EncodingType>url</EncodingType>", f);
 }
 
 static void test_bad_escapes_and_odd_shapes(void)
