@@ -14,6 +14,16 @@
  * loses at most the last batch, never consistency: LMDB commits are
  * atomic, and a chunk record is queued only after its data was written.
  * Loads (meta_*_load) run at startup, before the writer has work.
+ *
+ * The map grows: every write (queued batches, settings, the namespace
+ * cache) runs in a transaction that, when LMDB finds the map full, is
+ * aborted, the map doubled (once no other transaction of the process is
+ * open: a rwlock every transaction holds shared) and run again.
+ *
+ * A damaged index never stops a start: meta_open() checks data.mdb
+ * before LMDB maps it (its size against the last page its meta page
+ * names, then every record read by a child process, so that a fault
+ * kills the child), and sets a damaged one aside (docs/cache-format.md).
  */
 #ifndef FUSEFS_META_H
 #define FUSEFS_META_H
@@ -25,11 +35,21 @@
 #include "recfmt.h"
 
 #define META_BATCH_MS	250
+#define META_MAPSIZE	(1ULL << 30)	/* initial map; it grows as needed */
 
 struct meta;
 
-/* meta_open() - open or create the index in directory @dir. -errno. */
+/*
+ * meta_open() - open or create the index in directory @dir.  If the
+ * index there is damaged (truncated, not LMDB, unreadable), @dir is
+ * renamed to @dir.broken-YYYYmmddTHHMMSSZ, an empty index created in its
+ * place, and one error line logged: the cache starts empty (its data
+ * files are orphans, swept by cache_open()).  Return: 0 or -errno.
+ */
 int meta_open(struct meta **out, const char *dir);
+/* meta_open_sized() - meta_open() with an initial map of @map_start
+ * bytes (tests: a tiny map that has to grow). */
+int meta_open_sized(struct meta **out, const char *dir, size_t map_start);
 /* meta_close() - apply the queue, sync, close.  NULL is fine. */
 void meta_close(struct meta *m);
 
@@ -39,7 +59,16 @@ int meta_put_str(struct meta *m, const char *key, const char *val);
 /* meta_wipe_cache() - drop files, chunks and heat (format change). */
 int meta_wipe_cache(struct meta *m);
 
-/* namespace cache: replaced whole by meta_ns_begin/add/commit */
+/*
+ * The namespace cache, replaced whole by meta_ns_begin/add/commit.  Two
+ * databases take turns: records are written into the one that is not
+ * current, in short transactions of about 4 MiB each (a listing that
+ * waits on the network never holds LMDB's write lock, so cache index
+ * commits go on meanwhile), and the commit makes it current in one
+ * small transaction.  Until then loads see the previous namespace; an
+ * abort leaves it current.  One rewrite at a time: meta_ns_begin()
+ * returns -EBUSY while another is under way.  All return 0 or -errno.
+ */
 struct meta_ns_txn;
 int meta_ns_begin(struct meta *m, struct meta_ns_txn **out);
 int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,9 +157,11 @@ static int curl_errno(CURLcode c)
 
 /* ---- synchronous requests: listing and HEAD ---- */
 
+/* a response body, at most S3_PAGE_MAX bytes (a listing page) */
 struct body {
 	char *p;
 	size_t len, cap;
+	bool over;		/* the server sent more: the transfer stopped */
 };
 
 static size_t body_write(char *data, size_t sz, size_t n, void *arg)
@@ -166,8 +169,12 @@ static size_t body_write(char *data, size_t sz, size_t n, void *arg)
 	struct body *b = arg;
 	size_t len = sz * n;
 
+	if (b->len + len > S3_PAGE_MAX) {
+		b->over = true;
+		return 0;	/* curl fails the transfer */
+	}
 	if (b->len + len + 1 > b->cap) {
-		size_t cap = (b->len + len + 1) * 2;
+		size_t cap = MIN((b->len + len + 1) * 2, (size_t)S3_PAGE_MAX + 1);
 		char *p = realloc(b->p, cap);
 
 		if (!p)
@@ -186,6 +193,7 @@ struct s3_sync {
 	CURL *h;
 	struct curl_slist *hdrs;
 	char url[URL_MAX];
+	char err[CURL_ERROR_SIZE];	/* curl's own words on a failure */
 };
 
 /*
@@ -210,6 +218,8 @@ static int sync_begin(struct s3_be *s, const char *key, const char *query,
 	r->h = s->sync_free[--s->nsync_free];
 	pthread_mutex_unlock(&s->sync_lock);
 	setup(s, r->h);
+	r->err[0] = '\0';
+	curl_easy_setopt(r->h, CURLOPT_ERRORBUFFER, r->err);
 	curl_easy_setopt(r->h, CURLOPT_URL, r->url);
 	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
 	return 0;
@@ -218,6 +228,7 @@ static int sync_begin(struct s3_be *s, const char *key, const char *query,
 /* sync_end() - give the handle back (its connection stays cached) */
 static void sync_end(struct s3_be *s, struct s3_sync *r)
 {
+	curl_easy_setopt(r->h, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(r->hdrs);
 	pthread_mutex_lock(&s->sync_lock);
 	s->sync_free[s->nsync_free++] = r->h;
@@ -243,9 +254,14 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	cc = curl_easy_perform(r.h);
 	curl_easy_getinfo(r.h, CURLINFO_RESPONSE_CODE, code);
 	sync_end(s, &r);
+	if (b->over) {
+		log_err("S3 listing of bucket '%s': a page larger than %u MiB: refused",
+			s->bucket, S3_PAGE_MAX >> 20);
+		return -EFBIG;
+	}
 	if (cc != CURLE_OK) {
 		log_err("S3 request to %s://%s failed: %s", s->scheme, s->host,
-			curl_easy_strerror(cc));
+			r.err[0] ? r.err : curl_easy_strerror(cc));
 		return curl_errno(cc);
 	}
 	return http_errno(*code);
@@ -256,7 +272,7 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 		     struct body *b, long *code)
 {
 	char query[4096], mk[16], prefix[1100];
-	struct s3_param p[4];
+	struct s3_param p[5];
 	size_t n = 0;
 	int rc;
 
@@ -266,6 +282,8 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 		 s->base.prefix[0] ? "/" : "");
 	p[n++] = (struct s3_param){ "list-type", "2" };
 	p[n++] = (struct s3_param){ "max-keys", mk };
+	/* keys come %-encoded: a control character cannot break the XML */
+	p[n++] = (struct s3_param){ "encoding-type", "url" };
 	if (prefix[0])
 		p[n++] = (struct s3_param){ "prefix", prefix };
 	if (token[0])
@@ -274,68 +292,131 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 	if (rc < 0)
 		return rc;
 	b->len = 0;
+	b->over = false;
 	return sync_get(s, query, b, code);
 }
 
+/* what s3_list() hands each key through: its order, then the caller */
+struct list_ctx {
+	struct s3_listing guard;
+	backend_list_fn fn;
+	void *arg;
+};
+
+static int list_key(void *arg, const char *key, size_t len,
+		    const struct ns_attr *a)
+{
+	struct list_ctx *c = arg;
+	int rc = s3_listing_key(&c->guard, key, len);
+
+	return rc ? rc : c->fn(c->arg, key, len, a);
+}
+
+static uint64_t mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec;
+}
+
+/*
+ * Every page is checked whole before its keys are used, and the listing
+ * as a whole is bounded (s3list.h): a hostile or broken endpoint gets a
+ * clear error, never a listing that runs forever or a page held in full
+ * whatever its size.
+ */
 static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 {
 	struct s3_be *s = sbe(be);
+	struct list_ctx c = { .fn = fn, .arg = arg };
 	struct body b = { 0 };
 	struct s3_page page = { .truncated = true };
 	char token[sizeof(page.next_token)] = "";
-	unsigned pages = 0;
+	uint64_t t0 = mono_s();
 	long code = 0;
 	int rc = 0;
 
+	s3_listing_init(&c.guard);
 	while (page.truncated) {
 		rc = list_page(s, token, 1000, &b, &code);
 		if (rc) {
-			log_err("listing bucket '%s' failed (HTTP %ld)", s->bucket, code);
+			log_err("listing bucket '%s' failed on page %" PRIu64 " (HTTP %ld): %s",
+				s->bucket, c.guard.pages + 1, code, strerror(-rc));
 			break;
 		}
-		rc = s3list_parse(b.p ? b.p : "", b.len, &page, fn, arg);
+		rc = s3list_parse(b.p ? b.p : "", b.len, &page, list_key, &c);
+		if (!rc)
+			rc = s3_listing_page(&c.guard, &page, mono_s() - t0);
+		else
+			c.guard.pages++;	/* for the message */
 		if (rc) {
-			log_err("listing bucket '%s': %s", s->bucket,
-				rc == -EBADMSG ? "malformed ListObjectsV2 response" :
-				strerror(-rc));
-			break;
-		}
-		if (page.truncated && !strcmp(token, page.next_token)) {
-			log_err("listing bucket '%s': continuation token repeats",
-				s->bucket);
-			rc = -EBADMSG;
+			log_err("listing bucket '%s' failed on page %" PRIu64 " after %" PRIu64 " keys: %s",
+				s->bucket, c.guard.pages, c.guard.keys,
+				page.error ? page.error :
+				c.guard.error ? c.guard.error : strerror(-rc));
 			break;
 		}
 		memcpy(token, page.next_token, sizeof(token));
-		pages++;
 	}
-	log_dbg("listed bucket '%s' in %u pages", s->bucket, pages);
+	log_dbg("listed bucket '%s' in %" PRIu64 " pages", s->bucket,
+		c.guard.pages);
+	s3_listing_release(&c.guard);
 	free(b.p);
 	return rc;
 }
 
+/* what a HEAD's headers said; anything doubtful refuses the answer */
 struct head {
 	char etag[NS_VERSION_MAX];
+	uint64_t size;
+	bool have_size;
+	const char *bad;	/* why the answer is refused, or NULL */
 };
+
+/* @data (@len bytes) is header @name: its value, blanks trimmed */
+static bool header_value(const char *data, size_t len, const char *name,
+			 const char **v, size_t *vl)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || strncasecmp(data, name, n) || data[n] != ':')
+		return false;
+	*v = data + n + 1;
+	*vl = len - n - 1;
+	while (*vl && (**v == ' ' || **v == '\t'))
+		(*v)++, (*vl)--;
+	while (*vl && ((*v)[*vl - 1] == '\r' || (*v)[*vl - 1] == '\n' ||
+		       (*v)[*vl - 1] == ' ' || (*v)[*vl - 1] == '\t'))
+		(*vl)--;
+	return true;
+}
 
 static size_t head_header(char *data, size_t sz, size_t n, void *arg)
 {
 	struct head *h = arg;
-	size_t len = sz * n;
+	size_t len = sz * n, vl;
+	const char *v;
+	uint64_t size;
 
-	if (len > 5 && !strncasecmp(data, "etag:", 5)) {
-		const char *v = data + 5;
-		size_t vl = len - 5;
-
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' ||
-			      v[vl - 1] == ' '))
-			vl--;
-		if (vl < sizeof(h->etag)) {
+	if (header_value(data, len, "etag", &v, &vl)) {
+		/* it goes into If-Match headers: CR/LF would split them */
+		if (!s3_version_ok(v, vl)) {
+			h->bad = "an ETag with control characters, empty or longer than 47 bytes";
+		} else if (h->etag[0] && (strlen(h->etag) != vl ||
+					  memcmp(h->etag, v, vl))) {
+			h->bad = "two different ETags";
+		} else {
 			memcpy(h->etag, v, vl);
 			h->etag[vl] = '\0';
 		}
+	} else if (header_value(data, len, "content-length", &v, &vl)) {
+		if (s3_parse_size(v, vl, &size))
+			h->bad = "a Content-Length that is not a decimal number up to 2^44";
+		else if (h->have_size && h->size != size)
+			h->bad = "two different Content-Lengths";
+		h->size = size;
+		h->have_size = true;
 	}
 	return len;
 }
@@ -343,9 +424,9 @@ static size_t head_header(char *data, size_t sz, size_t n, void *arg)
 static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 {
 	struct s3_be *s = sbe(be);
-	struct head hd = { "" };
+	struct head hd = { .bad = NULL };
 	struct s3_sync r;
-	curl_off_t len = -1, when = -1;
+	curl_off_t when = -1;
 	long code = 0;
 	CURLcode cc;
 	int rc;
@@ -360,20 +441,27 @@ static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 	curl_easy_setopt(r.h, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s);
 	cc = curl_easy_perform(r.h);
 	curl_easy_getinfo(r.h, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_getinfo(r.h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
 	curl_easy_getinfo(r.h, CURLINFO_FILETIME_T, &when);
 	sync_end(s, &r);
-	if (cc != CURLE_OK)
+	if (cc != CURLE_OK) {
+		/* curl itself refuses e.g. a negative Content-Length */
+		log_err("S3 HEAD in bucket '%s' failed: %s", s->bucket,
+			r.err[0] ? r.err : curl_easy_strerror(cc));
 		return curl_errno(cc);
+	}
 	rc = http_errno(code);
 	if (rc)
 		return rc;
-	if (len < 0 || !hd.etag[0])
+	if (!hd.bad && (!hd.etag[0] || !hd.have_size))
+		hd.bad = "no ETag or no Content-Length";
+	if (hd.bad) {
+		log_err("S3 HEAD in bucket '%s' refused: %s", s->bucket, hd.bad);
 		return -EIO;
+	}
 	memset(out, 0, sizeof(*out));
-	out->size = len;
+	out->size = hd.size;
 	out->mtime = when < 0 ? 0 : when;
-	snprintf(out->version, sizeof(out->version), "%s", hd.etag);
+	memcpy(out->version, hd.etag, sizeof(out->version));
 	return 0;
 }
 
@@ -487,10 +575,20 @@ static void *multi_main(void *arg)
 
 static int s3_read(struct backend *be, struct backend_read *rd)
 {
+	static atomic_uint refused;
 	struct s3_be *s = sbe(be);
-	struct s3_rd *r = calloc(1, sizeof(*r));
+	struct s3_rd *r;
 	int rc;
 
+	/* never pasted into If-Match unless it is one clean header value
+	 * (listing and HEAD refuse others; this guards the stored ones) */
+	if (rd->version[0] && !s3_version_ok(rd->version, strlen(rd->version))) {
+		if (atomic_fetch_add(&refused, 1) < 5)
+			log_err("S3 read of bucket '%s' refused: a stored version with control characters",
+				s->bucket);
+		return -EIO;
+	}
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->rd = rd;
@@ -559,9 +657,12 @@ static int check_bucket(struct s3_be *s)
 	else if (rc == -ENOENT)
 		fprintf(stderr, "fusefs: no such bucket '%s' at %s://%s\n",
 			s->bucket, s->scheme, s->host);
+	else if (rc && code >= 300)
+		fprintf(stderr, "fusefs: cannot reach S3 endpoint %s://%s (HTTP %ld)\n",
+			s->scheme, s->host, code);
 	else if (rc)
 		fprintf(stderr, "fusefs: cannot reach S3 endpoint %s://%s (%s)\n",
-			s->scheme, s->host, code ? "bad HTTP status" : strerror(-rc));
+			s->scheme, s->host, strerror(-rc));
 	free(b.p);
 	return rc;
 }

@@ -1,20 +1,33 @@
 // SPDX-License-Identifier: MIT
 /* meta.c - see meta.h */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <lmdb.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bgthread.h"
 #include "hash.h"
 #include "log.h"
 #include "meta.h"
 
-#define MAPSIZE_START	(1ULL << 30)
+#define MAPSIZE_MAX	(1ULL << 40)	/* address space, not disk */
 #define QUEUE_KICK	4096
+#define NS_BATCH_BYTES	(4U << 20)	/* namespace records per transaction */
+#define NS_SLOT_KEY	"objects_slot"	/* in "meta": "0" or "1" */
+
+/* the two namespace databases: the current one and the one refilled */
+static const char *const ns_db_name[2] = { "objects", "objects.1" };
 
 enum op_kind { OP_FILE, OP_CHUNK, OP_DROP_CHUNK, OP_DROP_FILE, OP_HEAT };
 
@@ -31,10 +44,18 @@ struct op {
 
 struct meta {
 	MDB_env *env;
-	MDB_dbi dbi_meta, dbi_files, dbi_chunks, dbi_heat, dbi_objects;
+	MDB_dbi dbi_meta, dbi_files, dbi_chunks, dbi_heat, dbi_objects[2];
+	/*
+	 * Growing the map remaps it, so no transaction of this process may
+	 * be open meanwhile (lmdb.h, mdb_env_set_mapsize): every transaction
+	 * holds map_lock shared, growing takes it exclusive.  mapsize
+	 * changes only under it exclusive.
+	 */
+	pthread_rwlock_t map_lock;
 	size_t mapsize;
 
-	pthread_mutex_t lock;	/* guards the queue and the counters */
+	pthread_mutex_t lock;	/* guards the queue, the counters, ns_busy */
+	bool ns_busy;		/* a namespace rewrite is under way */
 	pthread_cond_t done;	/* a batch was committed */
 	struct op *q, *spare;	/* queue; the array the last batch used */
 	size_t qlen, qcap, spare_cap;
@@ -42,9 +63,17 @@ struct meta {
 	struct bgthread *writer;
 };
 
+/*
+ * A namespace rewrite: records gather in memory and are written NS_BATCH_BYTES
+ * at a time, each batch in a short transaction of its own, into the
+ * namespace database that is not current; the commit makes it current.
+ * So a listing that waits on the network never holds LMDB's write lock.
+ */
 struct meta_ns_txn {
 	struct meta *m;
-	MDB_txn *txn;
+	int slot;		/* index of the database being filled */
+	uint8_t *buf;		/* records not yet written: key(8) len(4) value */
+	size_t len, cap;
 };
 
 static int mdb_err(int rc)
@@ -57,20 +86,92 @@ static int mdb_err(int rc)
 	return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
 }
 
-/* grow the map when full; caller holds no transaction */
-static int grow_map(struct meta *m)
+/*
+ * grow_map() - double the map (or adopt the size another process set,
+ * @resized), unless someone already grew it past @seen meanwhile.  Takes
+ * map_lock exclusive: waits until no transaction of this process is
+ * open.  The caller holds none.  Return: an LMDB code.
+ */
+static int grow_map(struct meta *m, size_t seen, bool resized)
+{
+	MDB_envinfo info;
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&m->map_lock);
+	if (m->mapsize != seen) {
+		/* grown by another thread meanwhile */
+	} else if (resized) {
+		rc = mdb_env_set_mapsize(m->env, 0);
+		if (!rc && !mdb_env_info(m->env, &info))
+			m->mapsize = info.me_mapsize;
+	} else if (seen * 2 > MAPSIZE_MAX) {
+		log_err("index: the LMDB map cannot grow beyond %llu GiB",
+			MAPSIZE_MAX >> 30);
+		rc = MDB_MAP_FULL;
+	} else {
+		rc = mdb_env_set_mapsize(m->env, seen * 2);
+		if (!rc) {
+			m->mapsize = seen * 2;
+			log_info("index: LMDB map grown to %zu MiB",
+				 m->mapsize >> 20);
+		}
+	}
+	pthread_rwlock_unlock(&m->map_lock);
+	return rc;
+}
+
+/* a read transaction; holds map_lock shared until read_end().  LMDB code */
+static int read_begin(struct meta *m, MDB_txn **t)
 {
 	int rc;
 
-	m->mapsize *= 2;
-	rc = mdb_env_set_mapsize(m->env, m->mapsize);
-	log_info("lmdb map grown to %zu MiB", m->mapsize >> 20);
-	return mdb_err(rc);
+	pthread_rwlock_rdlock(&m->map_lock);
+	rc = mdb_txn_begin(m->env, NULL, MDB_RDONLY, t);
+	if (rc)
+		pthread_rwlock_unlock(&m->map_lock);
+	return rc;
 }
 
-static int txn_begin(struct meta *m, unsigned flags, MDB_txn **t)
+static void read_end(struct meta *m, MDB_txn *t)
 {
-	return mdb_err(mdb_txn_begin(m->env, NULL, flags, t));
+	mdb_txn_abort(t);
+	pthread_rwlock_unlock(&m->map_lock);
+}
+
+/*
+ * write_txn() - run @fn(m, txn, arg) in a write transaction and commit
+ * it.  When the map is full (in @fn or at commit) the transaction is
+ * aborted, the map grown and @fn run again from the start: @fn must
+ * only write to the transaction (or be otherwise repeatable).  @fn
+ * returns an LMDB code (0, a positive errno or MDB_*); nonzero aborts.
+ * Every writer goes through here, so none fails because the map filled.
+ * Return: 0 or -errno.
+ */
+static int write_txn(struct meta *m,
+		     int (*fn)(struct meta *m, MDB_txn *t, void *arg), void *arg)
+{
+	MDB_txn *t;
+	size_t seen;
+	int rc;
+
+	for (;;) {
+		pthread_rwlock_rdlock(&m->map_lock);
+		seen = m->mapsize;
+		rc = mdb_txn_begin(m->env, NULL, 0, &t);
+		if (!rc) {
+			rc = fn(m, t, arg);
+			if (rc)
+				mdb_txn_abort(t);
+			else
+				rc = mdb_txn_commit(t);
+		}
+		pthread_rwlock_unlock(&m->map_lock);
+		if (rc != MDB_MAP_FULL && rc != MDB_MAP_RESIZED)
+			return mdb_err(rc);
+		rc = grow_map(m, seen, rc == MDB_MAP_RESIZED);
+		if (rc)
+			return mdb_err(rc);
+	}
 }
 
 static int apply_op(struct meta *m, MDB_txn *t, const struct op *o)
@@ -127,26 +228,27 @@ static int apply_op(struct meta *m, MDB_txn *t, const struct op *o)
 	return 0;
 }
 
+struct batch {
+	const struct op *ops;
+	size_t n;
+};
+
+static int apply_batch_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct batch *b = arg;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < b->n && !rc; i++)
+		rc = apply_op(m, t, &b->ops[i]);
+	return rc;
+}
+
 static int apply_batch(struct meta *m, const struct op *ops, size_t n)
 {
-	MDB_txn *t;
-	size_t i;
-	int rc;
+	struct batch b = { ops, n };
 
-retry:
-	rc = txn_begin(m, 0, &t);
-	if (rc)
-		return rc;
-	for (i = 0; i < n && !rc; i++)
-		rc = apply_op(m, t, &ops[i]);
-	if (!rc) {
-		rc = mdb_txn_commit(t);
-	} else {
-		mdb_txn_abort(t);
-	}
-	if (rc == MDB_MAP_FULL && grow_map(m) == 0)
-		goto retry;
-	return mdb_err(rc);
+	return write_txn(m, apply_batch_fn, &b);
 }
 
 /*
@@ -286,37 +388,354 @@ uint64_t meta_batches(struct meta *m)
 	return b;
 }
 
-int meta_open(struct meta **out, const char *dir)
-{
-	struct meta *m = calloc(1, sizeof(*m));
-	MDB_txn *t;
-	int rc, stale;
+/* ---- a damaged index is set aside before LMDB maps it ---- */
 
-	if (!m)
-		return -ENOMEM;
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		rc = -errno;
-		goto out_free;
+/*
+ * LMDB 0.9 (mdb.c) begins its data file with two meta pages, each an
+ * MDB_page header then an MDB_meta; the one with the larger txnid is
+ * current and names the last page in use, so the file must hold at
+ * least (last_pg + 1) pages.  A shorter file would be mapped all the
+ * same and fault (SIGBUS) at the first touch of a missing page.  Offsets
+ * for x86-64 (tests/unit/test_meta.c checks them against a file LMDB
+ * wrote).
+ */
+#define LM_FLAGS	10	/* mp_flags, u16 */
+#define LM_MAGIC	16	/* mm_magic, u32 */
+#define LM_VERSION	20	/* mm_version, u32 */
+#define LM_PSIZE	40	/* mm_dbs[FREE_DBI].md_pad, u32: the page size */
+#define LM_LAST_PG	136	/* mm_last_pg, u64 */
+#define LM_TXNID	144	/* mm_txnid, u64 */
+#define LM_META_END	152
+#define LM_P_META	0x08
+#define LM_MAGIC_VAL	0xBEEFC0DEU
+#define LM_DATA_VERSION	1
+#define PROBE_BASE_S	30	/* the probe's time bound: this, */
+#define PROBE_BYTES_S	(32 << 20)	/* plus 1 s per this many bytes */
+
+_Static_assert(sizeof(size_t) == 8 && sizeof(void *) == 8,
+	       "LM_* offsets are those of a 64-bit build");
+
+struct lm_meta {
+	uint32_t psize;
+	uint64_t last_pg, txnid;
+};
+
+/* the meta page at @off: NULL, or what is wrong with it */
+static const char *lm_read_meta(int fd, off_t off, struct lm_meta *out)
+{
+	uint8_t b[LM_META_END];
+	uint32_t magic, version;
+	uint16_t flags;
+
+	if (pread(fd, b, sizeof(b), off) != (ssize_t)sizeof(b))
+		return "a meta page is cut off";
+	memcpy(&flags, b + LM_FLAGS, sizeof(flags));
+	memcpy(&magic, b + LM_MAGIC, sizeof(magic));
+	memcpy(&version, b + LM_VERSION, sizeof(version));
+	memcpy(&out->psize, b + LM_PSIZE, sizeof(out->psize));
+	memcpy(&out->last_pg, b + LM_LAST_PG, sizeof(out->last_pg));
+	memcpy(&out->txnid, b + LM_TXNID, sizeof(out->txnid));
+	if (!(flags & LM_P_META) || magic != LM_MAGIC_VAL)
+		return "not an LMDB file: no meta page";
+	if (version != LM_DATA_VERSION)
+		return "an LMDB file of another format version";
+	if (out->psize < 512 || out->psize > 65536 ||
+	    (out->psize & (out->psize - 1)))
+		return "its meta page names an impossible page size";
+	if (out->last_pg < 1 || out->last_pg >= (1ULL << 40))
+		return "its meta page names an impossible last page";
+	return NULL;
+}
+
+/*
+ * check_header() - does @dir/data.mdb hold what its meta pages say?
+ * Return: 0 (fine, absent or empty: LMDB creates it), 1 damaged (@why
+ * says how), or -errno.
+ */
+static int check_header(const char *dir, char *why, size_t len)
+{
+	struct lm_meta m0, m1, *cur;
+	const char *bad;
+	char path[PATH_MAX];
+	struct stat sb;
+	uint64_t need;
+	int fd, rc = 1;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != ELOOP)
+			return -errno;
+		snprintf(why, len, "data.mdb is a symlink");
+		return 1;
 	}
-	rc = mdb_err(mdb_env_create(&m->env));
+	if (fstat(fd, &sb)) {
+		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(why, len, "data.mdb is not a regular file");
+		goto out;
+	}
+	if (sb.st_size == 0) {
+		rc = 0;
+		goto out;
+	}
+	bad = lm_read_meta(fd, 0, &m0);
+	if (!bad)
+		bad = lm_read_meta(fd, m0.psize, &m1);
+	if (bad) {
+		snprintf(why, len, "data.mdb, %lld bytes: %s",
+			 (long long)sb.st_size, bad);
+		goto out;
+	}
+	cur = m1.txnid > m0.txnid ? &m1 : &m0;
+	need = (cur->last_pg + 1) * cur->psize;
+	if ((uint64_t)sb.st_size < need) {
+		snprintf(why, len, "data.mdb is %lld bytes, its meta page says %llu (%llu pages of %u): truncated",
+			 (long long)sb.st_size, (unsigned long long)need,
+			 (unsigned long long)cur->last_pg + 1, cur->psize);
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* read every byte of @v, so that every page under it is faulted in */
+static uint8_t touch(const MDB_val *v, uint8_t acc)
+{
+	const volatile uint8_t *p = v->mv_data;
+	size_t i;
+
+	for (i = 0; i < v->mv_size; i++)
+		acc ^= p[i];
+	return acc;
+}
+
+static int probe_db(MDB_txn *t, MDB_dbi dbi, uint8_t *acc)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(t, dbi, &c);
+
 	if (rc)
-		goto out_free;
-	m->mapsize = MAPSIZE_START;
-	mdb_env_set_mapsize(m->env, m->mapsize);
+		return rc;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+		*acc = touch(&v, touch(&k, *acc));
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/*
+ * probe_env() - in the probe child: open @dir read-only, without the
+ * lock file, and read every record of every database (the free list,
+ * the main database and each named one): all a load will touch.
+ * Return: an LMDB code.
+ */
+static int probe_env(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	MDB_dbi main_dbi, dbi;
+	uint8_t acc = 0;
+	char name[512];
+	int rc = mdb_env_create(&env);
+
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0600);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
+	if (rc)
+		goto out;
+	rc = probe_db(t, 0, &acc);		/* FREE_DBI, as mdb_stat -f */
+	if (!rc)
+		rc = mdb_dbi_open(t, NULL, 0, &main_dbi);
+	if (!rc)
+		rc = mdb_cursor_open(t, main_dbi, &c);
+	if (rc)
+		goto out_txn;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		rc = MDB_CORRUPTED;	/* LMDB keys are shorter */
+		if (k.mv_size >= sizeof(name))
+			break;
+		memcpy(name, k.mv_data, k.mv_size);
+		name[k.mv_size] = '\0';
+		rc = mdb_dbi_open(t, name, 0, &dbi);
+		if (!rc)
+			rc = probe_db(t, dbi, &acc);
+		if (rc)
+			break;
+	}
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out_txn:
+	mdb_txn_abort(t);
+out:
+	mdb_env_close(env);
+	return rc;
+}
+
+/*
+ * probe() - run probe_env() in a child process, so that a fault on a
+ * damaged page (SIGBUS, SIGSEGV, an LMDB assertion) kills the child, not
+ * the daemon; bounded in time by the file's size.  Return: 0 (it read
+ * everything), 1 damaged (@why says how), or -errno.
+ */
+static int probe(const char *dir, char *why, size_t len)
+{
+	char path[PATH_MAX], msg[160] = "";
+	struct stat sb;
+	int p[2], status, timeout_s, null, rc;
+	size_t got = 0;
+	time_t deadline;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(path, &sb) || sb.st_size == 0)
+		return 0;	/* nothing to read: LMDB creates it */
+	timeout_s = PROBE_BASE_S + (int)(sb.st_size / PROBE_BYTES_S);
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		/* die of the signal itself; say nothing on the daemon's stderr */
+		signal(SIGBUS, SIG_DFL);
+		signal(SIGSEGV, SIG_DFL);
+		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		rc = probe_env(dir);
+		if (rc) {
+			const char *s = mdb_strerror(rc);
+
+			if (write(p[1], s, strlen(s)) < 0)
+				_exit(2);
+		}
+		_exit(rc ? 1 : 0);
+	}
+	close(p[1]);
+	deadline = time(NULL) + timeout_s;
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		time_t left = deadline - time(NULL);
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left * 1000) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(p[0]);
+			snprintf(why, len, "reading it through LMDB did not finish within %d s",
+				 timeout_s);
+			return 1;
+		}
+		n = read(p[0], msg + got, sizeof(msg) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (got += n) == sizeof(msg) - 1)
+			break;
+	}
+	msg[got] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFSIGNALED(status)) {
+		const char *sig = sigabbrev_np(WTERMSIG(status));
+
+		snprintf(why, len, "reading it through LMDB died of SIG%s",
+			 sig ? sig : "?");
+		return 1;
+	}
+	if (WEXITSTATUS(status) == 0)
+		return 0;
+	snprintf(why, len, "reading it through LMDB failed: %s",
+		 msg[0] ? msg : "unknown error");
+	return 1;
+}
+
+/*
+ * set_aside() - rename the index directory @dir to
+ * @dir.broken-YYYYmmddTHHMMSSZ (never over another one) and create an
+ * empty one in its place, with the one log line that says so.
+ * Return: 0 or -errno.
+ */
+static int set_aside(const char *dir, const char *why)
+{
+	char aside[PATH_MAX], ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int i, rc;
+
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+	for (i = 0; i < 100; i++) {
+		if (i)
+			snprintf(aside, sizeof(aside), "%s.broken-%s-%d", dir, ts, i);
+		else
+			snprintf(aside, sizeof(aside), "%s.broken-%s", dir, ts);
+		rc = renameat2(AT_FDCWD, dir, AT_FDCWD, aside, RENAME_NOREPLACE);
+		if (!rc || errno != EEXIST)
+			break;
+	}
+	if (rc || mkdir(dir, 0700)) {
+		rc = -errno;
+		log_err("cache index %s is damaged (%s) and cannot be moved aside: %s",
+			dir, why, strerror(-rc));
+		return rc;
+	}
+	log_err("cache index %s is damaged (%s): moved to %s; starting with an empty index (cached data will be fetched again)",
+		dir, why, aside);
+	return 0;
+}
+
+/* LMDB's verdicts on a file that is not what it should be */
+static bool lmdb_damage(int rc)
+{
+	return rc == MDB_INVALID || rc == MDB_CORRUPTED ||
+	       rc == MDB_PAGE_NOTFOUND || rc == MDB_VERSION_MISMATCH ||
+	       rc == MDB_INCOMPATIBLE;
+}
+
+/* the environment and its databases; an LMDB code (env closed on error) */
+static int env_open(struct meta *m, const char *dir, size_t map_start)
+{
+	MDB_envinfo info;
+	MDB_txn *t;
+	int rc, stale, i;
+
+	rc = mdb_env_create(&m->env);
+	if (rc)
+		return rc;
+	mdb_env_set_mapsize(m->env, map_start);
 	mdb_env_set_maxdbs(m->env, 8);
 	mdb_env_set_maxreaders(m->env, 256);
-	rc = mdb_err(mdb_env_open(m->env, dir, MDB_NOTLS, 0600));
+	rc = mdb_env_open(m->env, dir, MDB_NOTLS, 0600);
 	if (rc)
 		goto out_env;
 	/* a file grown by an earlier run may be larger than our start */
-	{
-		MDB_envinfo info;
-
-		mdb_env_info(m->env, &info);
-		m->mapsize = info.me_mapsize;
-	}
+	mdb_env_info(m->env, &info);
+	m->mapsize = info.me_mapsize;
 	mdb_reader_check(m->env, &stale);
-	rc = txn_begin(m, 0, &t);
+	rc = mdb_txn_begin(m->env, NULL, 0, &t);
 	if (rc)
 		goto out_env;
 	rc = mdb_dbi_open(t, "meta", MDB_CREATE, &m->dbi_meta);
@@ -326,32 +745,75 @@ int meta_open(struct meta **out, const char *dir)
 		rc = mdb_dbi_open(t, "chunks", MDB_CREATE, &m->dbi_chunks);
 	if (!rc)
 		rc = mdb_dbi_open(t, "heat", MDB_CREATE, &m->dbi_heat);
-	if (!rc)
-		rc = mdb_dbi_open(t, "objects", MDB_CREATE, &m->dbi_objects);
+	for (i = 0; i < 2 && !rc; i++)
+		rc = mdb_dbi_open(t, ns_db_name[i], MDB_CREATE,
+				  &m->dbi_objects[i]);
 	if (rc) {
 		mdb_txn_abort(t);
-		rc = mdb_err(rc);
 		goto out_env;
 	}
-	rc = mdb_err(mdb_txn_commit(t));
-	if (rc)
-		goto out_env;
+	rc = mdb_txn_commit(t);
+	if (!rc)
+		return 0;
+out_env:
+	mdb_env_close(m->env);
+	m->env = NULL;
+	return rc;
+}
+
+int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
+{
+	struct meta *m = calloc(1, sizeof(*m));
+	char why[256];
+	int rc, lrc;
+
+	if (!m)
+		return -ENOMEM;
+	pthread_rwlock_init(&m->map_lock, NULL);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->done, NULL);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		rc = -errno;
+		goto out_free;
+	}
+	rc = check_header(dir, why, sizeof(why));
+	if (rc == 0)
+		rc = probe(dir, why, sizeof(why));
+	if (rc > 0)
+		rc = set_aside(dir, why);
+	if (rc)
+		goto out_free;
+	/* what the checks cannot see, LMDB may still refuse: once more */
+	lrc = env_open(m, dir, map_start);
+	if (lmdb_damage(lrc)) {
+		snprintf(why, sizeof(why), "LMDB: %s", mdb_strerror(lrc));
+		rc = set_aside(dir, why);
+		if (rc)
+			goto out_free;
+		lrc = env_open(m, dir, map_start);
+	}
+	rc = mdb_err(lrc);
+	if (rc)
+		goto out_free;
 	rc = bgthread_start(&m->writer, "meta-writer", META_BATCH_MS,
 			    writer_tick, m);
 	if (rc)
-		goto out_lock;
+		goto out_env;
 	*out = m;
 	return 0;
-out_lock:
-	pthread_cond_destroy(&m->done);
-	pthread_mutex_destroy(&m->lock);
 out_env:
 	mdb_env_close(m->env);
 out_free:
+	pthread_cond_destroy(&m->done);
+	pthread_mutex_destroy(&m->lock);
+	pthread_rwlock_destroy(&m->map_lock);
 	free(m);
 	return rc;
+}
+
+int meta_open(struct meta **out, const char *dir)
+{
+	return meta_open_sized(out, dir, META_MAPSIZE);
 }
 
 void meta_close(struct meta *m)
@@ -366,6 +828,7 @@ void meta_close(struct meta *m)
 	free(m->spare);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->done);
+	pthread_rwlock_destroy(&m->map_lock);
 	free(m);
 }
 
@@ -375,9 +838,9 @@ int meta_get_str(struct meta *m, const char *key, char *buf, size_t len)
 	MDB_txn *t;
 	int rc;
 
-	rc = txn_begin(m, MDB_RDONLY, &t);
+	rc = read_begin(m, &t);
 	if (rc)
-		return rc;
+		return mdb_err(rc);
 	rc = mdb_get(t, m->dbi_meta, &k, &v);
 	if (!rc) {
 		size_t n = MIN(v.mv_size, len - 1);
@@ -385,46 +848,111 @@ int meta_get_str(struct meta *m, const char *key, char *buf, size_t len)
 		memcpy(buf, v.mv_data, n);
 		buf[n] = '\0';
 	}
-	mdb_txn_abort(t);
+	read_end(m, t);
 	return rc == MDB_NOTFOUND ? -ENOENT : mdb_err(rc);
+}
+
+struct put_str {
+	const char *key, *val;
+};
+
+static int put_str_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct put_str *p = arg;
+	MDB_val k = { strlen(p->key), (void *)p->key };
+	MDB_val v = { strlen(p->val), (void *)p->val };
+
+	return mdb_put(t, m->dbi_meta, &k, &v, 0);
 }
 
 int meta_put_str(struct meta *m, const char *key, const char *val)
 {
-	MDB_val k = { strlen(key), (void *)key };
-	MDB_val v = { strlen(val), (void *)val };
-	MDB_txn *t;
-	int rc;
+	struct put_str p = { key, val };
 
-	rc = txn_begin(m, 0, &t);
-	if (rc)
-		return rc;
-	rc = mdb_put(t, m->dbi_meta, &k, &v, 0);
-	if (rc) {
-		mdb_txn_abort(t);
-		return mdb_err(rc);
-	}
-	return mdb_err(mdb_txn_commit(t));
+	return write_txn(m, put_str_fn, &p);
 }
 
-int meta_wipe_cache(struct meta *m)
+static int wipe_fn(struct meta *m, MDB_txn *t, void *arg)
 {
-	MDB_txn *t;
-	int rc;
+	int rc = mdb_drop(t, m->dbi_files, 0);
 
-	rc = txn_begin(m, 0, &t);
-	if (rc)
-		return rc;
-	rc = mdb_drop(t, m->dbi_files, 0);
 	if (!rc)
 		rc = mdb_drop(t, m->dbi_chunks, 0);
 	if (!rc)
 		rc = mdb_drop(t, m->dbi_heat, 0);
-	if (rc) {
-		mdb_txn_abort(t);
-		return mdb_err(rc);
+	return rc;
+}
+
+int meta_wipe_cache(struct meta *m)
+{
+	return write_txn(m, wipe_fn, NULL);
+}
+
+/* ---- the namespace cache ---- */
+
+/* index of the current namespace database (0 if none was ever chosen) */
+static int ns_current(struct meta *m)
+{
+	char slot[4];
+
+	return !meta_get_str(m, NS_SLOT_KEY, slot, sizeof(slot)) &&
+	       !strcmp(slot, "1");
+}
+
+static int ns_clear_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct meta_ns_txn *ns = arg;
+
+	return mdb_drop(t, m->dbi_objects[ns->slot], 0);
+}
+
+static int ns_write_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct meta_ns_txn *ns = arg;
+	size_t off = 0;
+	int rc = 0;
+
+	while (!rc && off < ns->len) {
+		MDB_val k = { FID_KEY_LEN, ns->buf + off }, v;
+		uint32_t vlen;
+
+		memcpy(&vlen, ns->buf + off + FID_KEY_LEN, sizeof(vlen));
+		v.mv_size = vlen;
+		v.mv_data = ns->buf + off + FID_KEY_LEN + sizeof(vlen);
+		rc = mdb_put(t, m->dbi_objects[ns->slot], &k, &v, 0);
+		off += FID_KEY_LEN + sizeof(vlen) + vlen;
 	}
-	return mdb_err(mdb_txn_commit(t));
+	return rc;
+}
+
+static int ns_flip_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct meta_ns_txn *ns = arg;
+	MDB_val k = { strlen(NS_SLOT_KEY), NS_SLOT_KEY };
+	MDB_val v = { 1, ns->slot ? "1" : "0" };
+
+	return mdb_put(t, m->dbi_meta, &k, &v, 0);
+}
+
+/* write what gathered in @t in one short transaction */
+static int ns_flush(struct meta_ns_txn *t)
+{
+	int rc;
+
+	if (!t->len)
+		return 0;
+	rc = write_txn(t->m, ns_write_fn, t);
+	t->len = 0;
+	return rc;
+}
+
+static void ns_free(struct meta_ns_txn *t)
+{
+	pthread_mutex_lock(&t->m->lock);
+	t->m->ns_busy = false;
+	pthread_mutex_unlock(&t->m->lock);
+	free(t->buf);
+	free(t);
 }
 
 int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
@@ -434,14 +962,19 @@ int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
 
 	if (!t)
 		return -ENOMEM;
-	t->m = m;
-	rc = txn_begin(m, 0, &t->txn);
-	if (!rc)
-		rc = mdb_err(mdb_drop(t->txn, m->dbi_objects, 0));
+	pthread_mutex_lock(&m->lock);
+	rc = m->ns_busy ? -EBUSY : 0;
+	m->ns_busy = true;
+	pthread_mutex_unlock(&m->lock);
 	if (rc) {
-		if (t->txn)
-			mdb_txn_abort(t->txn);
 		free(t);
+		return rc;
+	}
+	t->m = m;
+	t->slot = !ns_current(m);
+	rc = write_txn(m, ns_clear_fn, t);
+	if (rc) {
+		ns_free(t);
 		return rc;
 	}
 	*out = t;
@@ -451,39 +984,48 @@ int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
 int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,
 		const struct ns_attr *a)
 {
-	uint8_t kb[FID_KEY_LEN], *vb;
-	MDB_val k = { FID_KEY_LEN, kb }, v;
+	size_t need = FID_KEY_LEN + 4 + 2 + ATTR_REC_MAX + len;
+	uint8_t *p;
+	uint32_t vlen;
 	size_t alen;
-	int rc;
 
+	if (len > UINT32_MAX / 2)
+		return -ENAMETOOLONG;
+	if (t->len + need > t->cap) {
+		size_t cap = MAX(t->cap * 2, t->len + need);
+
+		p = realloc(t->buf, cap);
+		if (!p)
+			return -ENOMEM;
+		t->buf = p;
+		t->cap = cap;
+	}
 	/* keyed by a hash: names may exceed LMDB's 511-byte key limit */
-	vb = malloc(2 + ATTR_REC_MAX + len);
-	if (!vb)
-		return -ENOMEM;
-	fid_key(kb, hash64(key, len, 0));
-	alen = attr_rec_encode(vb + 2, a);
-	vb[0] = alen & 0xff;
-	vb[1] = alen >> 8;
-	memcpy(vb + 2 + alen, key, len);
-	v.mv_data = vb;
-	v.mv_size = 2 + alen + len;
-	rc = mdb_err(mdb_put(t->txn, t->m->dbi_objects, &k, &v, 0));
-	free(vb);
-	return rc;
+	p = t->buf + t->len;
+	fid_key(p, hash64(key, len, 0));
+	alen = attr_rec_encode(p + FID_KEY_LEN + 4 + 2, a);
+	p[FID_KEY_LEN + 4] = alen & 0xff;
+	p[FID_KEY_LEN + 4 + 1] = alen >> 8;
+	memcpy(p + FID_KEY_LEN + 4 + 2 + alen, key, len);
+	vlen = 2 + alen + len;
+	memcpy(p + FID_KEY_LEN, &vlen, sizeof(vlen));
+	t->len += FID_KEY_LEN + 4 + vlen;
+	return t->len >= NS_BATCH_BYTES ? ns_flush(t) : 0;
 }
 
 int meta_ns_commit(struct meta_ns_txn *t)
 {
-	int rc = mdb_err(mdb_txn_commit(t->txn));
+	int rc = ns_flush(t);
 
-	free(t);
+	if (!rc)
+		rc = write_txn(t->m, ns_flip_fn, t);
+	ns_free(t);
 	return rc;
 }
 
 void meta_ns_abort(struct meta_ns_txn *t)
 {
-	mdb_txn_abort(t->txn);
-	free(t);
+	ns_free(t);	/* what was written stays unused until the next begin */
 }
 
 /* walk database @dbi, handing each record to @each; -errno */
@@ -496,12 +1038,12 @@ static int walk(struct meta *m, MDB_dbi dbi,
 	MDB_val k, v;
 	int rc;
 
-	rc = txn_begin(m, MDB_RDONLY, &t);
+	rc = read_begin(m, &t);
 	if (rc)
-		return rc;
+		return mdb_err(rc);
 	rc = mdb_cursor_open(t, dbi, &c);
 	if (rc) {
-		mdb_txn_abort(t);
+		read_end(m, t);
 		return mdb_err(rc);
 	}
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
@@ -514,7 +1056,7 @@ static int walk(struct meta *m, MDB_dbi dbi,
 		}
 	}
 	mdb_cursor_close(c);
-	mdb_txn_abort(t);
+	read_end(m, t);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	return rc < 0 && rc > -4096 ? rc : mdb_err(rc);
@@ -550,7 +1092,7 @@ long meta_ns_load(struct meta *m, int (*fn)(void *arg, const char *key,
 		  size_t len, const struct ns_attr *a), void *arg)
 {
 	struct load_ctx l = { (void *)fn, arg, 0 };
-	int rc = walk(m, m->dbi_objects, ns_each, &l);
+	int rc = walk(m, m->dbi_objects[ns_current(m)], ns_each, &l);
 
 	return rc ? rc : l.count;
 }

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /* s3list.c - see s3list.h */
 #include <errno.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
+#include <libxml/xmlreader.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "compiler.h"
+#include "hash.h"
 #include "s3list.h"
+
+#define KEY_TEXT_MAX	8192	/* a Key as sent: S3 keys are <= 1024 bytes */
+#define SHORT_TEXT_MAX	256	/* Size, LastModified, ETag, IsTruncated... */
 
 int s3_parse_time(const char *s, int64_t *out)
 {
@@ -26,89 +30,334 @@ int s3_parse_time(const char *s, int64_t *out)
 	return 0;
 }
 
-static bool is(const xmlNode *n, const char *name)
-{
-	return n->type == XML_ELEMENT_NODE && !strcmp((const char *)n->name, name);
-}
-
-/* text of element @n (owned by libxml2's caller: free with xmlFree) */
-static char *text(const xmlNode *n)
-{
-	return (char *)xmlNodeGetContent(n);
-}
-
-/*
- * A size: decimal digits only (no sign, no blanks), at most NS_SIZE_MAX.
- * Return: 0, or -EBADMSG.
- */
-static int parse_size(const char *t, uint64_t *out)
+int s3_parse_size(const char *t, size_t len, uint64_t *out)
 {
 	uint64_t v = 0;
+	size_t i;
 
-	if (!*t)
-		return -EBADMSG;
-	for (; *t; t++) {
-		if (*t < '0' || *t > '9')
-			return -EBADMSG;
-		v = v * 10 + (uint64_t)(*t - '0');
+	if (!len)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(t[i] - '0');
 		if (v > NS_SIZE_MAX)
-			return -EBADMSG;
+			return -EINVAL;
 	}
 	*out = v;
 	return 0;
 }
 
-/* no control characters (CR/LF would split a header) */
-static bool printable(const char *t)
+bool s3_version_ok(const char *t, size_t len)
 {
-	for (; *t; t++)
-		if ((unsigned char)*t < 0x20 || *t == 0x7f)
+	size_t i;
+
+	if (!len || len >= NS_VERSION_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f)
 			return false;
 	return true;
 }
 
-static int one_entry(const xmlNode *c, int (*fn)(void *, const char *, size_t,
-		     const struct ns_attr *), void *arg)
+static int hexval(char c)
 {
-	struct ns_attr a = { 0 };
-	char *key = NULL;
-	bool have_size = false, have_etag_ctl = false;
-	const xmlNode *f;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+ssize_t s3_url_decode(const char *in, size_t len, char *out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < len; i++) {
+		if (in[i] == '%') {
+			int hi, lo;
+
+			if (i + 2 >= len)
+				return -EINVAL;
+			hi = hexval(in[i + 1]);
+			lo = hexval(in[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -EINVAL;
+			out[n++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			out[n++] = in[i] == '+' ? ' ' : in[i];
+		}
+	}
+	return (ssize_t)n;
+}
+
+/* ---- one page, read as a stream (memory does not grow with the page) ---- */
+
+/* text of the element being read, capped */
+struct text {
+	char *p;
+	size_t len, cap;
+	bool over;		/* longer than cap: refused or cut, see users */
+};
+
+static void text_reset(struct text *t)
+{
+	t->len = 0;
+	t->over = false;
+	t->p[0] = '\0';
+}
+
+static void text_add(struct text *t, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (t->len + n > t->cap) {
+		n = t->cap - t->len;
+		t->over = true;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	t->p[t->len] = '\0';
+}
+
+enum field {
+	F_NONE, F_OTHER,
+	/* children of the root */
+	F_CONTENTS, F_TRUNCATED, F_TOKEN, F_ENCODING,
+	/* children of Contents */
+	F_KEY, F_SIZE, F_MTIME, F_ETAG,
+};
+
+struct parse {
+	struct s3_page *page;
+	int (*fn)(void *arg, const char *key, size_t klen,
+		  const struct ns_attr *a);
+	void *arg;
+	bool deliver;		/* the second pass: call fn */
+	bool url;		/* keys are URL-encoded (from the first pass) */
+	enum field top, sub;	/* element open at depth 1, at depth 2 */
+	struct text key, small;
+	char *decoded;		/* KEY_TEXT_MAX bytes */
+	/* the Contents being read */
+	struct ns_attr a;
+	bool have_key, have_size;
+};
+
+/* the elements read: children of the root (@top) or of a Contents */
+static enum field field_of(const char *name, bool top)
+{
+	static const struct {
+		const char *name;
+		enum field f;
+		bool top;
+	} known[] = {
+		{ "Contents", F_CONTENTS, true },
+		{ "IsTruncated", F_TRUNCATED, true },
+		{ "NextContinuationToken", F_TOKEN, true },
+		{ "EncodingType", F_ENCODING, true },
+		{ "Key", F_KEY, false },
+		{ "Size", F_SIZE, false },
+		{ "LastModified", F_MTIME, false },
+		{ "ETag", F_ETAG, false },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(known); i++)
+		if (known[i].top == top && !strcmp(name, known[i].name))
+			return known[i].f;
+	return F_OTHER;
+}
+
+static int refuse(struct parse *p, const char *why)
+{
+	if (!p->page->error)
+		p->page->error = why;
+	return -EBADMSG;
+}
+
+/* the element at depth 2 inside a Contents ended */
+static int end_sub(struct parse *p)
+{
+	struct text *t = &p->small;
+	int64_t when;
+
+	switch (p->sub) {
+	case F_KEY:
+		if (p->key.over)
+			return refuse(p, "a Key longer than 8 KiB");
+		p->have_key = true;
+		break;
+	case F_SIZE:
+		if (s3_parse_size(t->p, t->len, &p->a.size))
+			return refuse(p, "a Size that is not a decimal number up to 2^44");
+		p->have_size = true;
+		break;
+	case F_MTIME:
+		p->a.mtime = s3_parse_time(t->p, &when) || when < 0 ? 0 : when;
+		break;
+	case F_ETAG:
+		/* it goes into If-Match headers: CR/LF would split them */
+		if (t->over || !s3_version_ok(t->p, t->len))
+			return refuse(p, "an ETag with control characters or longer than 47 bytes");
+		memcpy(p->a.version, t->p, t->len + 1);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* a Contents ended: check it, hand it on in the second pass */
+static int end_contents(struct parse *p)
+{
+	const char *key = p->key.p;
+	ssize_t klen = (ssize_t)p->key.len;
 	int rc;
 
-	for (f = c->children; f; f = f->next) {
-		char *t;
-
-		if (f->type != XML_ELEMENT_NODE)
-			continue;
-		t = text(f);
-		if (!t)
-			continue;
-		if (is(f, "Key")) {
-			xmlFree(key);
-			key = t;
-			continue;
-		}
-		if (is(f, "Size")) {
-			have_size = parse_size(t, &a.size) == 0;
-		} else if (is(f, "LastModified")) {
-			int64_t when;
-
-			a.mtime = s3_parse_time(t, &when) || when < 0 ? 0 : when;
-		} else if (is(f, "ETag")) {
-			if (!printable(t))
-				have_etag_ctl = true;
-			snprintf(a.version, sizeof(a.version), "%s", t);
-		}
-		xmlFree(t);
+	if (!p->deliver)
+		p->page->keys++;
+	if (!p->have_key || !p->have_size)
+		return refuse(p, "an entry without Key or Size");
+	if (p->url) {
+		klen = s3_url_decode(p->key.p, p->key.len, p->decoded);
+		if (klen < 0)
+			return refuse(p, "a Key that is not properly URL-encoded");
+		key = p->decoded;
 	}
-	/* S3 keys are never empty; an ETag goes into If-Match headers */
-	if (!key || !*key || !have_size || have_etag_ctl) {
-		xmlFree(key);
-		return -EBADMSG;
+	if (!klen)		/* S3 keys are never empty */
+		return refuse(p, "an empty Key");
+	if (!p->deliver)
+		return 0;
+	rc = p->fn(p->arg, key, (size_t)klen, &p->a);
+	return rc;
+}
+
+/* the element at depth 1 ended */
+static int end_top(struct parse *p)
+{
+	struct text *t = &p->small;
+
+	switch (p->top) {
+	case F_CONTENTS:
+		return end_contents(p);
+	case F_TRUNCATED:
+		p->page->truncated = !strcmp(t->p, "true");
+		break;
+	case F_TOKEN:
+		if (t->over || !t->len || t->len >= sizeof(p->page->next_token))
+			return refuse(p, "a NextContinuationToken that is empty or longer than 1023 bytes");
+		memcpy(p->page->next_token, t->p, t->len + 1);
+		break;
+	case F_ENCODING:
+		p->page->url_encoded = !strcmp(t->p, "url");
+		break;
+	default:
+		break;
 	}
-	rc = fn(arg, key, strlen(key), &a);
-	xmlFree(key);
+	return 0;
+}
+
+static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
+{
+	const char *name = (const char *)xmlTextReaderConstLocalName(r);
+
+	if (!name)
+		return refuse(p, "out of memory");
+	if (depth == 0) {
+		if (strcmp(name, "ListBucketResult"))
+			return refuse(p, "not a ListBucketResult");
+		return 0;
+	}
+	if (depth == 1) {
+		p->top = field_of(name, true);
+		p->sub = F_NONE;
+		text_reset(&p->small);
+		if (p->top == F_CONTENTS) {
+			memset(&p->a, 0, sizeof(p->a));
+			p->have_key = p->have_size = false;
+			text_reset(&p->key);
+		}
+	} else if (depth == 2 && p->top == F_CONTENTS) {
+		p->sub = field_of(name, false);
+		text_reset(p->sub == F_KEY ? &p->key : &p->small);
+	}
+	return 0;
+}
+
+static int end_element(struct parse *p, int depth)
+{
+	int rc = 0;
+
+	if (depth == 1) {
+		rc = end_top(p);
+		p->top = F_NONE;
+	} else if (depth == 2 && p->top == F_CONTENTS) {
+		rc = end_sub(p);
+		p->sub = F_NONE;
+	}
+	return rc;
+}
+
+static void add_text(struct parse *p, xmlTextReaderPtr r, int depth)
+{
+	const char *v = (const char *)xmlTextReaderConstValue(r);
+
+	if (!v)
+		return;
+	if (depth == 2 && p->top != F_CONTENTS && p->top != F_OTHER)
+		text_add(&p->small, v);
+	else if (depth == 3 && p->top == F_CONTENTS && p->sub != F_OTHER &&
+		 p->sub != F_NONE)
+		text_add(p->sub == F_KEY ? &p->key : &p->small, v);
+}
+
+/* one pass over the page; see s3list_parse() */
+static int one_pass(const char *xml, size_t len, struct parse *p)
+{
+	xmlTextReaderPtr r;
+	int ret, rc = 0;
+	bool root = false;
+
+	r = xmlReaderForMemory(xml, (int)len, "list.xml", NULL,
+			       XML_PARSE_NONET | XML_PARSE_NOERROR |
+			       XML_PARSE_NOWARNING);
+	if (!r)
+		return refuse(p, "not XML");
+	while (!rc && (ret = xmlTextReaderRead(r)) == 1) {
+		int depth = xmlTextReaderDepth(r);
+
+		switch (xmlTextReaderNodeType(r)) {
+		case XML_READER_TYPE_ELEMENT:
+			root = true;
+			rc = start_element(p, r, depth);
+			/* <X/> has no END_ELEMENT */
+			if (!rc && xmlTextReaderIsEmptyElement(r))
+				rc = end_element(p, depth);
+			break;
+		case XML_READER_TYPE_END_ELEMENT:
+			rc = end_element(p, depth);
+			break;
+		case XML_READER_TYPE_TEXT:
+		case XML_READER_TYPE_CDATA:
+		case XML_READER_TYPE_SIGNIFICANT_WHITESPACE:
+			add_text(p, r, depth);
+			break;
+		case XML_READER_TYPE_DOCUMENT_TYPE:
+		case XML_READER_TYPE_ENTITY_REFERENCE:
+		case XML_READER_TYPE_ENTITY:
+			/* S3 never sends a DTD; entities are an attack */
+			rc = refuse(p, "a DOCTYPE or an entity");
+			break;
+		default:
+			break;
+		}
+	}
+	if (!rc && (ret < 0 || !root))
+		rc = refuse(p, "not well-formed XML");
+	xmlFreeTextReader(r);
 	return rc;
 }
 
@@ -117,45 +366,137 @@ int s3list_parse(const char *xml, size_t len, struct s3_page *page,
 			   const struct ns_attr *a),
 		 void *arg)
 {
-	xmlDoc *doc;
-	xmlNode *root, *n;
-	int rc = 0;
+	struct parse p = { .page = page, .fn = fn, .arg = arg };
+	char *bufs;
+	int rc;
 
 	memset(page, 0, sizeof(*page));
-	if (len > (size_t)INT32_MAX)
+	if (len > (size_t)INT32_MAX || !len) {
+		page->error = len ? "larger than 2 GiB" : "empty";
 		return -EBADMSG;
-	doc = xmlReadMemory(xml, (int)len, "list.xml", NULL,
-			    XML_PARSE_NONET | XML_PARSE_NOERROR |
-			    XML_PARSE_NOWARNING);
-	if (!doc)
-		return -EBADMSG;
-	root = xmlDocGetRootElement(doc);
-	if (!root || !is(root, "ListBucketResult")) {
-		rc = -EBADMSG;
-		goto out;
 	}
-	for (n = root->children; n && !rc; n = n->next) {
-		char *t;
-
-		if (is(n, "Contents")) {
-			page->keys++;
-			rc = one_entry(n, fn, arg);
-		} else if (is(n, "IsTruncated")) {
-			t = text(n);
-			page->truncated = t && !strcmp(t, "true");
-			xmlFree(t);
-		} else if (is(n, "NextContinuationToken")) {
-			t = text(n);
-			if (t && strlen(t) < sizeof(page->next_token))
-				strcpy(page->next_token, t);
-			else
-				rc = -EBADMSG;
-			xmlFree(t);
-		}
-	}
+	bufs = malloc(2 * (KEY_TEXT_MAX + 1) + SHORT_TEXT_MAX + 1);
+	if (!bufs)
+		return -ENOMEM;
+	p.key = (struct text){ .p = bufs, .cap = KEY_TEXT_MAX };
+	p.decoded = bufs + KEY_TEXT_MAX + 1;
+	p.small = (struct text){ .p = bufs + 2 * (KEY_TEXT_MAX + 1),
+				 .cap = SHORT_TEXT_MAX };
+	/* first the whole page is checked (and EncodingType found, which
+	 * may follow the keys), then the entries are handed on */
+	rc = one_pass(xml, len, &p);
 	if (!rc && page->truncated && !page->next_token[0])
-		rc = -EBADMSG;		/* would loop forever */
-out:
-	xmlFreeDoc(doc);
+		rc = refuse(&p, "IsTruncated without a NextContinuationToken");
+	if (!rc) {
+		p.deliver = true;
+		p.url = page->url_encoded;
+		rc = one_pass(xml, len, &p);
+	}
+	free(bufs);
+	return rc;
+}
+
+/* ---- one listing: the bounds over all its pages ---- */
+
+void s3_listing_init(struct s3_listing *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->max_keys = S3_LIST_MAX_KEYS;
+	l->max_pages = S3_LIST_MAX_PAGES;
+	l->max_empty = S3_LIST_MAX_EMPTY;
+	l->max_seconds = S3_LIST_MAX_SECONDS;
+}
+
+void s3_listing_release(struct s3_listing *l)
+{
+	free(l->tokens);
+	free(l->last);
+	memset(l, 0, sizeof(*l));
+}
+
+static int stop(struct s3_listing *l, int rc, const char *why)
+{
+	if (!l->error)
+		l->error = why;
+	return rc;
+}
+
+int s3_listing_key(struct s3_listing *l, const char *key, size_t len)
+{
+	if (++l->keys > l->max_keys)
+		return stop(l, -E2BIG, "more keys than a listing may have");
+	/* S3 lists in ascending UTF-8 binary order, across pages too */
+	if (l->keys > 1) {
+		size_t n = MIN(len, l->last_len);
+		int cmp = n ? memcmp(key, l->last, n) : 0;
+
+		if (cmp < 0 || (cmp == 0 && len <= l->last_len))
+			return stop(l, -EBADMSG, "keys out of order or repeated (S3 lists each key once, in ascending order)");
+	}
+	if (!l->last || len > l->last_cap) {
+		char *p = realloc(l->last, MAX(len, 1));
+
+		if (!p)
+			return -ENOMEM;
+		l->last = p;
+		l->last_cap = MAX(len, 1);
+	}
+	if (len)
+		memcpy(l->last, key, len);
+	l->last_len = len;
+	return 0;
+}
+
+/* add @h to the set of token hashes; -EEXIST if it was there */
+static int token_add(struct s3_listing *l, uint64_t h)
+{
+	size_t i, mask;
+
+	h |= 1;			/* 0 marks a free slot */
+	if (2 * (l->ntokens + 1) > l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64, j;
+		uint64_t *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (j = 0; j < l->cap; j++) {
+			if (!l->tokens[j])
+				continue;
+			for (i = l->tokens[j] & (cap - 1); t[i];
+			     i = (i + 1) & (cap - 1))
+				;
+			t[i] = l->tokens[j];
+		}
+		free(l->tokens);
+		l->tokens = t;
+		l->cap = cap;
+	}
+	mask = l->cap - 1;
+	for (i = h & mask; l->tokens[i]; i = (i + 1) & mask)
+		if (l->tokens[i] == h)
+			return -EEXIST;
+	l->tokens[i] = h;
+	l->ntokens++;
+	return 0;
+}
+
+int s3_listing_page(struct s3_listing *l, const struct s3_page *page,
+		    uint64_t elapsed_s)
+{
+	int rc;
+
+	l->pages++;
+	l->empty = page->keys ? 0 : l->empty + 1;
+	if (elapsed_s > l->max_seconds)
+		return stop(l, -ETIMEDOUT, "the listing took longer than its time bound");
+	if (!page->truncated)
+		return 0;
+	if (l->pages >= l->max_pages)
+		return stop(l, -ELOOP, "more pages than a listing may have");
+	if (l->empty >= l->max_empty)
+		return stop(l, -ELOOP, "too many pages in a row without a key");
+	rc = token_add(l, hash64(page->next_token, strlen(page->next_token), 0));
+	if (rc == -EEXIST)
+		return stop(l, -ELOOP, "a continuation token came back (the listing would never end)");
 	return rc;
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * s3list.c: the ListObjectsV2 page parser (keys, sizes, times, ETags,
- * continuation) and its refusal of malformed or hostile XML.
+ * continuation, URL-encoded keys) and its refusal of malformed or hostile
+ * XML; the bounds of one listing (tokens seen before, key order, keys,
+ * pages, empty pages, time).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 struct seen {
 	int n;
 	char keys[8][256];
+	size_t lens[8];
 	struct ns_attr a[8];
 };
 
@@ -21,9 +24,10 @@ static int collect(void *arg, const char *key, size_t len,
 {
 	struct seen *s = arg;
 
-	if (s->n < 8) {
+	if (s->n < 8 && len < sizeof(s->keys[0])) {
 		memcpy(s->keys[s->n], key, len);
 		s->keys[s->n][len] = '\0';
+		s->lens[s->n] = len;
 		s->a[s->n] = *a;
 	}
 	s->n++;
@@ -109,18 +113,26 @@ static void test_time(void)
 	CHECK_INT(s3_parse_time("yesterday", &t), ==, -EINVAL);
 }
 
-/* one <Contents> with @size and @etag: does the page parse? */
-static int parse_one(const char *size, const char *etag)
+/* a page of @head then one <Contents> holding @fields: does it parse? */
+static int parse_entry(const char *head, const char *fields)
 {
 	char xml[1024];
 	struct s3_page pg;
 	struct seen s = { 0 };
 
-	snprintf(xml, sizeof(xml),
-		 "<ListBucketResult><IsTruncated>false</IsTruncated>"
-		 "<Contents><Key>k</Key><ETag>%s</ETag><Size>%s</Size>"
-		 "</Contents></ListBucketResult>", etag, size);
+	snprintf(xml, sizeof(xml), "<ListBucketResult>%s<Contents>%s</Contents>"
+		 "</ListBucketResult>", head, fields);
 	return s3list_parse(xml, strlen(xml), &pg, collect, &s);
+}
+
+/* one <Contents> with @size and @etag: does the page parse? */
+static int parse_one(const char *size, const char *etag)
+{
+	char f[512];
+
+	snprintf(f, sizeof(f), "<Key>k</Key><ETag>%s</ETag><Size>%s</Size>",
+		 etag, size);
+	return parse_entry("<IsTruncated>false</IsTruncated>", f);
 }
 
 static void test_hostile_sizes_and_etags(void)
@@ -135,6 +147,206 @@ static void test_hostile_sizes_and_etags(void)
 	CHECK_INT(parse_one("", "\"e\""), ==, -EBADMSG);
 	CHECK_INT(parse_one("1", "\"e&#13;&#10;X-Evil: 1\""), ==, -EBADMSG);
 	CHECK_INT(parse_one("1", "\"e\x01\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("1", "\"e&#9;\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("1", "\"e&#127;\""), ==, -EBADMSG);
+	CHECK_INT(parse_one("1", ""), ==, -EBADMSG);		/* empty */
+	/* 47 bytes fit NS_VERSION_MAX with its NUL, 48 do not */
+	CHECK_INT(parse_one("1", "\"123456789012345678901234567890123456789012345\""),
+		  ==, 0);
+	CHECK_INT(parse_one("1", "\"1234567890123456789012345678901234567890123456\""),
+		  ==, -EBADMSG);
+}
+
+/* a page asking for URL-encoded keys: decoded, whatever bytes they hold */
+static void test_url_encoded_keys(void)
+{
+	static const char xml[] =
+		"<ListBucketResult><IsTruncated>false</IsTruncated>"
+		"<Contents><Key>ctl%0Achar%01</Key><Size>1</Size><ETag>e</ETag></Contents>"
+		"<Contents><Key>sp+ace%2Bplus</Key><Size>2</Size></Contents>"
+		"<Contents><Key>nul%00byte</Key><Size>3</Size></Contents>"
+		"<Contents><Key>%C3%BC%25</Key><Size>4</Size></Contents>"
+		"<EncodingType>url</EncodingType>"	/* after the keys */
+		"</ListBucketResult>";
+	static const char plain[] =
+		"<ListBucketResult><Contents><Key>a%0Ab+c</Key><Size>1</Size>"
+		"</Contents></ListBucketResult>";
+	struct s3_page pg;
+	struct seen s = { 0 };
+
+	CHECK_INT(s3list_parse(xml, strlen(xml), &pg, collect, &s), ==, 0);
+	CHECK(pg.url_encoded);
+	CHECK_INT(s.n, ==, 4);
+	CHECK_STR(s.keys[0], "ctl\nchar\x01");
+	CHECK_STR(s.keys[1], "sp ace+plus");
+	CHECK_INT(s.lens[2], ==, 8);
+	CHECK(!memcmp(s.keys[2], "nul\0byte", 8));
+	CHECK_STR(s.keys[3], "\xc3\xbc%");
+	/* a server that ignores encoding-type: keys are taken as they are */
+	memset(&s, 0, sizeof(s));
+	CHECK_INT(s3list_parse(plain, strlen(plain), &pg, collect, &s), ==, 0);
+	CHECK(!pg.url_encoded);
+	CHECK_STR(s.keys[0], "a%0Ab+c");
+}
+
+/* one URL-encoded @key */
+static int parse_key(const char *key)
+{
+	char f[512];
+
+	snprintf(f, sizeof(f), "<Key>%s</Key><Size>1</Size>", key);
+	return parse_entry("<EncodingType>url</EncodingType>", f);
+}
+
+static void test_bad_escapes_and_odd_shapes(void)
+{
+	static const char nested[] =
+		"<ListBucketResult><Contents><Key>k</Key><Owner><ID>x</ID>"
+		"<DisplayName>y</DisplayName></Owner><Size>5</Size></Contents>"
+		"<IsTruncated/></ListBucketResult>";
+	static const char late_error[] =
+		"<ListBucketResult><Contents><Key>k</Key><Size>5</Size></Contents>"
+		"<Contents><Key>k2</Key><Size>x</Size></Contents></ListBucketResult>";
+	static const char empty_key[] =
+		"<ListBucketResult><Contents><Key/><Size>5</Size></Contents>"
+		"</ListBucketResult>";
+	struct s3_page pg;
+	struct seen s = { 0 };
+
+	CHECK_INT(parse_key("ok%20key"), ==, 0);
+	CHECK_INT(parse_key("bad%G1"), ==, -EBADMSG);
+	CHECK_INT(parse_key("cut%4"), ==, -EBADMSG);
+	CHECK_INT(parse_key("cut%"), ==, -EBADMSG);
+	CHECK_INT(s3list_parse(nested, strlen(nested), &pg, collect, &s), ==, 0);
+	CHECK_INT(s.n, ==, 1);
+	CHECK_INT(s.a[0].size, ==, 5);
+	CHECK(!pg.truncated);
+	/* a page refused late hands nothing on */
+	memset(&s, 0, sizeof(s));
+	CHECK_INT(s3list_parse(late_error, strlen(late_error), &pg, collect, &s),
+		  ==, -EBADMSG);
+	CHECK_INT(s.n, ==, 0);
+	CHECK(pg.error && strstr(pg.error, "Size"));
+	CHECK_INT(s3list_parse(empty_key, strlen(empty_key), &pg, collect, &s),
+		  ==, -EBADMSG);
+	CHECK(pg.error != NULL);
+}
+
+static void test_helpers(void)
+{
+	uint64_t v = 7;
+	char out[16];
+
+	CHECK_INT(s3_parse_size("0", 1, &v), ==, 0);
+	CHECK_INT(v, ==, 0);
+	CHECK_INT(s3_parse_size("17592186044416", 14, &v), ==, 0);
+	CHECK_INT(s3_parse_size("17592186044417", 14, &v), ==, -EINVAL);
+	CHECK_INT(s3_parse_size("18446744073709551617", 20, &v), ==, -EINVAL);
+	CHECK_INT(s3_parse_size("-1", 2, &v), ==, -EINVAL);
+	CHECK_INT(s3_parse_size("", 0, &v), ==, -EINVAL);
+	CHECK(s3_version_ok("\"abc\"", 5));
+	CHECK(!s3_version_ok("\"a\rb\"", 6));
+	CHECK(!s3_version_ok("", 0));
+	CHECK_INT(s3_url_decode("a%2fb+c", 7, out), ==, 5);
+	CHECK(!memcmp(out, "a/b c", 5));
+	CHECK_INT(s3_url_decode("%zz", 3, out), ==, -EINVAL);
+}
+
+/* ---- the bounds of one listing ---- */
+
+static struct s3_page page_of(bool truncated, const char *token, unsigned keys)
+{
+	struct s3_page p = { .truncated = truncated, .keys = keys };
+
+	snprintf(p.next_token, sizeof(p.next_token), "%s", token);
+	return p;
+}
+
+static void test_tokens_seen_before(void)
+{
+	struct s3_listing l;
+	struct s3_page a = page_of(true, "A", 1), b = page_of(true, "B", 1);
+	char tok[32];
+	int i;
+
+	s3_listing_init(&l);
+	CHECK_INT(s3_listing_page(&l, &a, 0), ==, 0);
+	CHECK_INT(s3_listing_page(&l, &b, 0), ==, 0);
+	CHECK_INT(s3_listing_page(&l, &a, 0), ==, -ELOOP);	/* alternating */
+	CHECK(l.error && strstr(l.error, "token"));
+	s3_listing_release(&l);
+
+	/* thousands of fresh tokens are fine while keys come */
+	s3_listing_init(&l);
+	for (i = 0; i < 5000; i++) {
+		snprintf(tok, sizeof(tok), "t%d", i);
+		a = page_of(true, tok, 1000);
+		CHECK_INT(s3_listing_page(&l, &a, 0), ==, 0);
+	}
+	a = page_of(true, "t17", 1000);
+	CHECK_INT(s3_listing_page(&l, &a, 0), ==, -ELOOP);
+	s3_listing_release(&l);
+}
+
+static void test_empty_pages_pages_and_time(void)
+{
+	struct s3_listing l;
+	struct s3_page p;
+	char tok[32];
+	int i, rc = 0;
+
+	s3_listing_init(&l);
+	for (i = 0; i < S3_LIST_MAX_EMPTY + 5 && !rc; i++) {
+		snprintf(tok, sizeof(tok), "fresh%d", i);
+		p = page_of(true, tok, 0);
+		rc = s3_listing_page(&l, &p, 0);
+	}
+	CHECK_INT(rc, ==, -ELOOP);
+	CHECK_INT(i, ==, S3_LIST_MAX_EMPTY);
+	s3_listing_release(&l);
+
+	s3_listing_init(&l);
+	l.max_pages = 10;
+	for (i = 0, rc = 0; i < 20 && !rc; i++) {
+		snprintf(tok, sizeof(tok), "p%d", i);
+		p = page_of(true, tok, 1);
+		rc = s3_listing_page(&l, &p, 0);
+	}
+	CHECK_INT(rc, ==, -ELOOP);
+	CHECK_INT(i, ==, 10);
+	s3_listing_release(&l);
+
+	s3_listing_init(&l);
+	p = page_of(true, "x", 1);
+	CHECK_INT(s3_listing_page(&l, &p, S3_LIST_MAX_SECONDS + 1), ==, -ETIMEDOUT);
+	s3_listing_release(&l);
+}
+
+static void test_key_order_and_count(void)
+{
+	struct s3_listing l;
+
+	s3_listing_init(&l);
+	CHECK_INT(s3_listing_key(&l, "a", 1), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "a/b", 3), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "b\0", 2), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "b\0\xff", 3), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "b\0\xff", 3), ==, -EBADMSG);	/* again */
+	CHECK(l.error && strstr(l.error, "order"));
+	s3_listing_release(&l);
+
+	s3_listing_init(&l);
+	CHECK_INT(s3_listing_key(&l, "b", 1), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "a", 1), ==, -EBADMSG);	/* backwards */
+	s3_listing_release(&l);
+
+	s3_listing_init(&l);
+	l.max_keys = 3;
+	CHECK_INT(s3_listing_key(&l, "1", 1), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "2", 1), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "3", 1), ==, 0);
+	CHECK_INT(s3_listing_key(&l, "4", 1), ==, -E2BIG);
+	s3_listing_release(&l);
 }
 
 int main(void)
@@ -144,5 +356,11 @@ int main(void)
 	TEST(test_list_malformed);
 	TEST(test_time);
 	TEST(test_hostile_sizes_and_etags);
+	TEST(test_url_encoded_keys);
+	TEST(test_bad_escapes_and_odd_shapes);
+	TEST(test_helpers);
+	TEST(test_tokens_seen_before);
+	TEST(test_empty_pages_pages_and_time);
+	TEST(test_key_order_and_count);
 	return runner_done();
 }

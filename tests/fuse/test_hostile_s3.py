@@ -1,0 +1,179 @@
+"""A hostile or broken S3 endpoint (tests/hostile_s3.py, on 127.0.0.1)
+against the real daemon: each case ends in a clear error (the mount fails
+with a message and exit status 1, or the answer is refused with a log
+line and what is known is served), within a time bound, never a hang, a
+crash or memory that grows with what the server sends."""
+
+import os
+import time
+
+import pytest
+
+from hostile_s3 import BUCKET, CONTROL_DATA, ETAG, OBJECTS, HostileS3
+from mountlib import BAD_WORDS, Mount, run_fusefs, umount_all, wait_for
+from util import read_uncached
+
+CREDS = {"AWS_ACCESS_KEY_ID": "hostile-test", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+BOUND = 60                      # seconds any of these may take
+
+
+@pytest.fixture
+def srv():
+    s = HostileS3()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def s3mount(tmp_path, srv):
+    """s3mount(*args) -> a started Mount of s3://bucket on the server"""
+    mounts = []
+
+    def make(*args):
+        mnt = tmp_path / f"mnt{len(mounts)}"
+        mnt.mkdir()
+        m = Mount(f"s3://{BUCKET}", str(mnt), str(tmp_path / "cache"),
+                  str(tmp_path / f"fusefs{len(mounts)}.log"),
+                  ["--endpoint", srv.endpoint, "--chunk-size", "1M"] + list(args),
+                  env=CREDS)
+        mounts.append(m)
+        return m.start()
+
+    yield make
+    umount_all(mounts)
+
+
+def mount_fails(tmp_path, srv, mode, message):
+    """a mount while the server is in @mode fails with @message, in time"""
+    srv.mode = mode
+    mnt = tmp_path / "mnt-failed"
+    mnt.mkdir()
+    t0 = time.monotonic()
+    r = run_fusefs("mount", f"s3://{BUCKET}", str(mnt), "-f", "--cache-dir",
+                   str(tmp_path / "cache"), "--endpoint", srv.endpoint,
+                   timeout=BOUND, env=CREDS)
+    took = time.monotonic() - t0
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert message in r.stderr, r.stderr
+    assert f"fusefs: cannot list s3://{BUCKET}" in r.stderr, r.stderr
+    assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
+    assert not os.path.ismount(mnt)
+    return took, r.stderr
+
+
+def listings(srv):
+    return [p for m, p, _ in srv.requests if m == "GET" and "list-type=2" in p]
+
+
+def test_normal_object_is_read(s3mount, srv):
+    m = s3mount()
+    assert os.listdir(m.mnt) == ["normal.bin"]
+    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
+    # every listing asked for URL-encoded keys, every read for the version
+    assert all("encoding-type=url" in p for p in listings(srv))
+    gets = [h for meth, p, h in srv.requests if meth == "GET" and "list-type" not in p]
+    assert gets and all(h.get("If-Match") == ETAG for h in gets), gets
+
+
+def test_endless_fresh_tokens(tmp_path, srv):
+    took, err = mount_fails(tmp_path, srv, "fresh_tokens",
+                            "too many pages in a row without a key")
+    # 1000 empty pages, then the error (plus the bucket check at mount)
+    assert len(listings(srv)) == 1 + 1000, len(listings(srv))
+    assert took < BOUND
+
+
+def test_fresh_tokens_repeating_keys(tmp_path, srv):
+    took, err = mount_fails(tmp_path, srv, "fresh_tokens_same_keys",
+                            "keys out of order or repeated")
+    assert "failed on page 2 after" in err, err
+    assert len(listings(srv)) == 1 + 2
+
+
+def test_alternating_tokens(tmp_path, srv):
+    took, err = mount_fails(tmp_path, srv, "alternating_tokens",
+                            "a continuation token came back")
+    assert "failed on page 3 after 3 keys" in err, err
+
+
+@pytest.mark.parametrize("mode", ["size_negative", "size_overflow", "size_too_big"])
+def test_bad_sizes_in_a_listing(tmp_path, srv, mode):
+    mount_fails(tmp_path, srv, mode,
+                "a Size that is not a decimal number up to 2^44")
+
+
+def test_crlf_etag_in_a_listing(tmp_path, srv):
+    mount_fails(tmp_path, srv, "etag_crlf_list", "an ETag with control characters")
+
+
+def test_huge_page_at_mount(tmp_path, srv):
+    took, err = mount_fails(tmp_path, srv, "huge_page",
+                            "a page larger than 16 MiB: refused")
+    assert took < BOUND
+
+
+def vm_hwm_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def test_huge_page_on_relisting_keeps_memory_bounded(s3mount, srv):
+    m = s3mount("--list-refresh", "1")
+    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
+    before = vm_hwm_kib(m.proc.pid)
+    srv.mode = "huge_page"
+    assert wait_for(lambda: "keeping the old namespace" in m.log(), timeout=BOUND), m.log()
+    assert "a page larger than 16 MiB: refused" in m.log()
+    # the page is cut at 16 MiB: the peak grows by about that, not by
+    # 256 MiB (or three times it, as when the page was buffered whole)
+    grew = vm_hwm_kib(m.proc.pid) - before
+    assert grew < 64 * 1024, (before, grew)
+    # the old namespace keeps serving
+    srv.mode = "normal"
+    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
+
+
+def test_control_character_keys_are_listed(s3mount, srv):
+    srv.mode = "control_keys"
+    m = s3mount()
+    names = sorted(os.listdir(os.fsencode(m.mnt)))
+    want = sorted([k for k in CONTROL_DATA if b"\0" not in k] + [b"normal.bin"])
+    assert names == want
+    for k in want:
+        p = os.path.join(os.fsencode(m.mnt), k)
+        assert read_uncached(p) == CONTROL_DATA.get(k, OBJECTS["normal.bin"]), k
+        assert os.getxattr(p, "user.fusefs.key") == k
+    s = m.stats()
+    # the name mapper's business: a NUL cannot be in a path, so it is skipped
+    assert s["ns_skipped_nul_byte"] == 1, s
+    assert s["ns_files"] == len(want), s
+
+
+@pytest.mark.parametrize("mode,message", [
+    ("head_etag_cr", "refused: an ETag with control characters"),
+    ("head_etag_ctl", "refused: an ETag with control characters"),
+    ("head_size_negative", "failed: Invalid Content-Length"),
+    ("head_size_overflow", "refused: a Content-Length that is not a decimal number up to 2^44"),
+    ("head_size_too_big", "refused: a Content-Length that is not a decimal number up to 2^44"),
+])
+def test_hostile_head_is_refused(s3mount, srv, mode, message):
+    m = s3mount("--revalidate", "0")       # every open asks HEAD first
+    srv.mode = mode
+    t0 = time.monotonic()
+    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
+    assert time.monotonic() - t0 < BOUND
+    assert os.stat(m.path("normal.bin")).st_size == len(OBJECTS["normal.bin"])
+    log = m.log()
+    assert f"S3 HEAD in bucket '{BUCKET}' {message}" in log, log
+    assert "serving what is known" in log, log
+    assert any(meth == "HEAD" for meth, _, _ in srv.requests)
+    # nothing the server said went into a request header
+    for meth, path, h in srv.requests:
+        assert all("\r" not in v and "\n" not in v for v in h.values()), h
+        assert "X-Injected" not in h
+        if meth == "GET" and "list-type" not in path:
+            assert h.get("If-Match") == ETAG, h

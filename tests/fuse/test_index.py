@@ -1,0 +1,70 @@
+"""A damaged cache index never stops the mount: a data.mdb that was cut
+short (8 KiB, a quarter, half of its size) or overwritten is found before
+LMDB maps it (it used to kill the daemon with SIGBUS at every start), set
+aside as index.broken-TIMESTAMP, and the mount starts with an empty index:
+every byte is then fetched again from the source, and the old data files
+are swept as orphans."""
+
+import glob
+import os
+
+import pytest
+
+from checks import data_files, rnd
+from util import read_uncached
+
+DAMAGE = ["cut_8k", "cut_quarter", "cut_half", "garbage"]
+
+
+def damage(path, how):
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        if how == "cut_8k":
+            f.truncate(8192)
+        elif how == "cut_quarter":
+            f.truncate(size // 4)
+        elif how == "cut_half":
+            f.truncate(size // 2)
+        else:
+            f.write(rnd(size, 5))
+    return os.path.getsize(path)
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_damaged_index_is_set_aside(mounter, sized, tmp_path, how):
+    cache = str(tmp_path / "c")
+    m = mounter(cache=cache)
+    for name, d in sized.items():
+        assert read_uncached(m.path(name)) == d
+    m.umount()
+    assert data_files(cache)
+    mdb = os.path.join(cache, "index", "data.mdb")
+    assert os.path.getsize(mdb) > 32768      # more than LMDB's meta pages
+    left = damage(mdb, how)
+
+    m2 = mounter(cache=cache)
+    for name, d in sized.items():
+        assert read_uncached(m2.path(name)) == d, name
+    s = m2.stats()
+    # nothing came from the old cache: every byte was fetched again
+    assert s["bytes_from_backend"] == sum(map(len, sized.values())), s
+    assert s["verified_chunks"] == 0 and s["checksum_failures"] == 0, s
+    log = m2.log()
+    lines = [ln for ln in log.splitlines() if "is damaged" in ln]
+    assert len(lines) == 1, log
+    aside = glob.glob(os.path.join(cache, "index.broken-*"))
+    assert len(aside) == 1, os.listdir(cache)
+    assert f"moved to {aside[0]}" in lines[0], lines[0]
+    assert "starting with an empty index" in lines[0]
+    # the damaged file is kept as it was, for a post-mortem
+    assert os.path.getsize(os.path.join(aside[0], "data.mdb")) == left
+    m2.umount()
+
+    # the new index is used by the next start, nothing set aside again
+    m3 = mounter(cache=cache)
+    for name, d in sized.items():
+        assert read_uncached(m3.path(name)) == d
+    s = m3.stats()
+    assert s["bytes_from_backend"] == 0 and s["listings"] == 0, s
+    assert "is damaged" not in m3.log()
+    assert len(glob.glob(os.path.join(cache, "index.broken-*"))) == 1

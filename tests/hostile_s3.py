@@ -1,0 +1,253 @@
+"""A hostile (or broken) S3 endpoint for tests: an http.server on
+127.0.0.1 that answers ListObjectsV2, HEAD and ranged GETs of one bucket
+the way a broken or malicious server might. No SigV4 checking.
+
+    srv = HostileS3()               # listens on a free port, in a thread
+    srv.mode = "fresh_tokens"       # see MODES; "normal" serves OBJECTS
+    ... fusefs mount s3://bucket MNT --endpoint srv.endpoint ...
+    srv.close()
+
+Every request is recorded in srv.requests (method, path, headers) so a
+test can check, say, that no If-Match header ever carried a CR or LF.
+Run it alone to poke at it by hand: python3 tests/hostile_s3.py MODE.
+"""
+
+import http.server
+import itertools
+import random
+import sys
+import threading
+import urllib.parse
+
+BUCKET = "bucket"
+ETAG = '"0123456789abcdef0123456789abcdef"'
+OBJECTS = {"normal.bin": random.Random(1).randbytes(3 * 1024 * 1024 + 17)}
+HUGE = 256 << 20                # bytes of the huge page
+
+MODES = {
+    "normal": "one object, served properly",
+    "fresh_tokens": "every page empty, truncated, with a token never seen before",
+    "fresh_tokens_same_keys": "every page the same keys under a fresh token",
+    "alternating_tokens": "tokens A, B, A, ... with new keys on each page",
+    "huge_page": f"a {HUGE >> 20} MiB page",
+    "size_negative": "a Size of -5",
+    "size_overflow": "a Size of 2^64 + 1",
+    "size_too_big": "a Size of 2^44 + 1",
+    "etag_crlf_list": "an ETag with CR/LF in the listing",
+    "control_keys": "keys with control characters (and a NUL), URL-encoded if asked",
+    "head_etag_cr": "HEAD answers an ETag with a bare CR and a header after it",
+    "head_etag_ctl": "HEAD answers an ETag with a control character",
+    "head_size_negative": "HEAD answers Content-Length: -5",
+    "head_size_overflow": "HEAD answers Content-Length: 2^64 + 1",
+    "head_size_too_big": "HEAD answers Content-Length: 2^44 + 1",
+}
+
+CONTROL_KEYS = [b"ctl\x01char", b"new\nline", b"tab\there", b"bell\x07\x1b[31mred",
+                b"nul\x00byte", b"plus+and space"]
+CONTROL_DATA = {k: b"<" + k + b">" for k in CONTROL_KEYS}   # served in control_keys
+
+
+def xml_escape(s):
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def contents(key, size, etag=ETAG, encode=False):
+    """one <Contents>; @key is bytes, %-encoded as S3 does when @encode"""
+    if encode:
+        k = urllib.parse.quote_plus(key, safe="/")
+    else:
+        k = xml_escape(key.decode("utf-8", "surrogateescape"))
+    return (f"<Contents><Key>{k}</Key><LastModified>2024-01-02T03:04:05.000Z"
+            f"</LastModified><ETag>{etag}</ETag><Size>{size}</Size>"
+            f"<StorageClass>STANDARD</StorageClass></Contents>")
+
+
+def page(entries, token=None, encode=False):
+    trunc = "true" if token else "false"
+    tok = f"<NextContinuationToken>{token}</NextContinuationToken>" if token else ""
+    enc = "<EncodingType>url</EncodingType>" if encode else ""
+    return ('<?xml version="1.0" encoding="UTF-8"?>'
+            '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            f"<Name>{BUCKET}</Name><Prefix></Prefix><MaxKeys>1000</MaxKeys>{enc}"
+            f"<IsTruncated>{trunc}</IsTruncated>{tok}{''.join(entries)}"
+            "</ListBucketResult>").encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"       # keep-alive, as curl likes it
+    disable_nagle_algorithm = True      # no 40 ms stall per answer
+
+    def log_message(self, *args):
+        pass
+
+    def record(self):
+        with self.server.lock:
+            self.server.requests.append((self.command, self.path,
+                                         dict(self.headers.items())))
+
+    def split(self):
+        u = urllib.parse.urlsplit(self.path)
+        q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
+        path = urllib.parse.unquote_to_bytes(u.path)
+        parts = path.lstrip(b"/").split(b"/", 1)
+        return parts[0].decode(), (parts[1] if len(parts) > 1 else b""), q
+
+    def reply(self, code, body=b"", headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self):
+        self.record()
+        bucket, key, q = self.split()
+        if bucket != BUCKET:
+            return self.reply(404, b"<Error><Code>NoSuchBucket</Code></Error>")
+        if not key:
+            return self.listing(q)
+        return self.get_object(key)
+
+    def do_HEAD(self):
+        self.record()
+        bucket, key, _ = self.split()
+        name = key.decode("utf-8", "surrogateescape")
+        if bucket != BUCKET or name not in OBJECTS:
+            return self.reply(404)
+        mode, size = self.server.mode, str(len(OBJECTS[name]))
+        etag = ETAG
+        if mode == "head_etag_cr":
+            etag = '"e\rX-Injected: 1"'        # short: the CR is the problem
+        elif mode == "head_etag_ctl":
+            etag = ETAG[:-1] + '\x01"'
+        elif mode == "head_size_negative":
+            size = "-5"
+        elif mode == "head_size_overflow":
+            size = str(2**64 + 1)
+        elif mode == "head_size_too_big":
+            size = str(2**44 + 1)
+        # by hand: send_header would add its own Content-Length rules
+        self.send_response(200)
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", "Tue, 02 Jan 2024 03:04:05 GMT")
+        self.send_header("Content-Length", size)
+        self.end_headers()
+
+    def get_object(self, key):
+        name = key.decode("utf-8", "surrogateescape")
+        data = OBJECTS.get(name)
+        if self.server.mode == "control_keys" and key in CONTROL_DATA:
+            data = CONTROL_DATA[key]
+        if data is None:
+            return self.reply(404)
+        if self.headers.get("If-Match", ETAG) != ETAG:
+            return self.reply(412)
+        rng = self.headers.get("Range", "")
+        if not rng.startswith("bytes="):
+            return self.reply(200, data, [("ETag", ETAG)])
+        a, b = rng[6:].split("-")
+        a, b = int(a), min(int(b), len(data) - 1)
+        if a >= len(data):
+            return self.reply(416)
+        return self.reply(206, data[a:b + 1], [
+            ("ETag", ETAG), ("Content-Range", f"bytes {a}-{b}/{len(data)}")])
+
+    def listing(self, q):
+        mode = self.server.mode
+        enc = q.get("encoding-type") == "url"
+        token = q.get("continuation-token", "")
+        n = next(self.server.pages)
+        normal = [contents(k.encode(), len(v), encode=enc) for k, v in OBJECTS.items()]
+        if q.get("max-keys") == "1" or mode.startswith("head_") or mode == "normal":
+            return self.reply(200, page(normal, encode=enc))
+        if mode == "fresh_tokens":
+            return self.reply(200, page([], token=f"fresh-{n}", encode=enc))
+        if mode == "fresh_tokens_same_keys":
+            return self.reply(200, page(normal, token=f"fresh-{n}", encode=enc))
+        if mode == "alternating_tokens":
+            keys = [contents(f"k{n:06d}".encode(), 1, encode=enc)]
+            return self.reply(200, page(keys, token="AB"[n % 2], encode=enc))
+        if mode == "huge_page":
+            return self.huge_page(enc)
+        if mode.startswith("size_"):
+            size = {"size_negative": "-5", "size_overflow": str(2**64 + 1),
+                    "size_too_big": str(2**44 + 1)}[mode]
+            return self.reply(200, page(normal + [contents(b"z", size, encode=enc)],
+                                        encode=enc))
+        if mode == "etag_crlf_list":
+            bad = contents(b"z", 1, etag="&quot;e&#13;&#10;X-Injected: 1&quot;", encode=enc)
+            return self.reply(200, page(normal + [bad], encode=enc))
+        if mode == "control_keys":
+            if not enc:         # what a server that cannot encode sends
+                keys = [f"<Contents><Key>{k.decode()}</Key><Size>1</Size></Contents>"
+                        for k in CONTROL_KEYS]
+                return self.reply(200, page(keys))
+            every = {**CONTROL_DATA, **{k.encode(): v for k, v in OBJECTS.items()}}
+            keys = [contents(k, len(v), encode=True) for k, v in sorted(every.items())]
+            return self.reply(200, page(keys, encode=True))
+        return self.reply(500)
+
+    def huge_page(self, enc):
+        self.send_response(200)
+        self.send_header("Content-Length", str(HUGE))
+        self.end_headers()
+        head = page([], encode=enc)[:-len(b"</ListBucketResult>")]
+        filler = b"<Filler>" + b"x" * 65000 + b"</Filler>"
+        sent = 0
+        try:
+            self.wfile.write(head)
+            sent = len(head)
+            while sent + len(filler) < HUGE:
+                self.wfile.write(filler)
+                sent += len(filler)
+            self.wfile.write(b" " * (HUGE - sent - 19) + b"</ListBucketResult>")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+
+class HostileS3:
+    """the server, serving on a thread until close()"""
+
+    def __init__(self, mode="normal"):
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.mode = mode
+        self.httpd.requests = []
+        self.httpd.pages = itertools.count(1)
+        self.httpd.lock = threading.Lock()
+        self.port = self.httpd.server_address[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def mode(self):
+        return self.httpd.mode
+
+    @mode.setter
+    def mode(self, m):
+        assert m in MODES, m
+        self.httpd.pages = itertools.count(1)
+        self.httpd.mode = m
+
+    @property
+    def requests(self):
+        with self.httpd.lock:
+            return list(self.httpd.requests)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+if __name__ == "__main__":
+    srv = HostileS3(sys.argv[1] if len(sys.argv) > 1 else "normal")
+    print(f"{srv.endpoint} bucket {BUCKET}, mode {srv.mode}: {MODES[srv.mode]}")
+    try:
+        srv.thread.join()
+    except KeyboardInterrupt:
+        srv.close()
