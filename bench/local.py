@@ -689,7 +689,8 @@ def render(res):
                          "%.0f%% | %.0f%% |" % (
                              cfg, SET_NAMES[ds], DROP_NAMES[drop], rng(p["ratios"]),
                              p["fz_mibps"], p["lo_mibps"], rng(p["s_per_gib"], "%.3f"),
-                             rng(p["us_per_file"], "%.0f"), p["reads_per_file"],
+                             rng(p["us_per_file"], "%.0f") if ds == "small" else "–",
+                             p["reads_per_file"],
                              p["pt_per_file"], 100 * p["before"], 100 * p["other"]))
     L.append("")
     L.append("### First epoch after a remount\n")
