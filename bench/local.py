@@ -118,6 +118,18 @@ def helper(argv):
         raise SystemExit("unknown helper command " + cmd)
 
 
+def drops_seen():
+    """(drop_pagecache, drop_slab) from /proc/vmstat: how often anyone wrote to
+    /proc/sys/vm/drop_caches (this machine is shared: other benchmarks drop caches too)"""
+    v = {}
+    with open("/proc/vmstat") as f:
+        for line in f:
+            k, _, n = line.partition(" ")
+            if k in ("drop_pagecache", "drop_slab"):
+                v[k] = int(n)
+    return v.get("drop_pagecache", 0), v.get("drop_slab", 0)
+
+
 def med(xs):
     return statistics.median(xs) if xs else None
 
@@ -399,6 +411,8 @@ class Bench:
         s = self.sets[ds]
         root = self.data if local else self.mnt
         st0 = None if local else m.stats()
+        pre = drops_seen()
+        last = getattr(self, "last_drops", pre)
         if drop != "none":
             bl.drop_caches(int(drop))
         via_helper = m is not None and m.nonroot
@@ -408,6 +422,7 @@ class Bench:
             os.chmod(orderf, 0o644)
         if trace:
             self.trace.start(m.dev)
+        drops0 = drops_seen()
         busy0, self0, dcpu0 = bl.sys_busy(), bl.proc_cpu(os.getpid()), m.cpu() if m else 0
         ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
@@ -419,6 +434,7 @@ class Bench:
             wall = time.perf_counter() - t0
         dcpu1, self1, busy1 = m.cpu() if m else 0, bl.proc_cpu(os.getpid()), bl.sys_busy()
         ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        drops1 = drops_seen()
         ops = lost = None
         if trace:
             time.sleep(0.3)        # RELEASEs are sent after close() returned
@@ -436,7 +452,16 @@ class Bench:
         out = {"secs": r["secs"], "wall": wall, "MiBps": r["bytes"] / r["secs"] / MIB,
                "reader_cpu": reader, "busy_share": (busy1[0] - busy0[0]) / max(
                    1, busy1[1] - busy0[1]), "other_cpu": busy - reader - daemon,
-               "other_share": (busy - reader - daemon) / (wall * os.cpu_count())}
+               "other_share": (busy - reader - daemon) / (wall * os.cpu_count()),
+               "foreign_drops": [drops1[0] - drops0[0], drops1[1] - drops0[1]],
+               "foreign_drops_before": [pre[0] - last[0], pre[1] - last[1]]}
+        self.last_drops = drops1
+        # a drop by someone else matters during any epoch, and before one without a drop
+        out["disturbed"] = bool(sum(out["foreign_drops"]) or (
+            drop == "none" and sum(out["foreign_drops_before"])))
+        if out["disturbed"]:
+            log("another process dropped caches: during the epoch %r, before it %r" % (
+                out["foreign_drops"], out["foreign_drops_before"]))
         if not local:
             st1 = m.stats()
             out["daemon_cpu"] = daemon
@@ -572,8 +597,10 @@ def summary(res):
             for ds, ps in bys.items():
                 n = res["sets"][ds]["files"]
                 fz = [p["fusefs"] for p in ps]
+                clean = [p["ratio"] for p in ps if not (p["fusefs"].get("disturbed") or
+                                                        p["local"].get("disturbed"))]
                 out["pairs"][(cfg, drop, ds)] = {
-                    "ratios": [p["ratio"] for p in ps],
+                    "ratios": [p["ratio"] for p in ps], "clean": clean,
                     "fz_mibps": med([e["MiBps"] for e in fz]),
                     "lo_mibps": med([p["local"]["MiBps"] for p in ps]),
                     "s_per_gib": [e["daemon_s_per_gib"] for e in fz],
@@ -587,6 +614,8 @@ def summary(res):
         for ds, ps in c["remount"].items():
             out["remount"][(cfg, ds)] = {
                 "ratios": [p["ratio"] for p in ps],
+                "disturbed": sum(1 for p in ps if p["first"].get("disturbed") or
+                                 p["warm"].get("disturbed")),
                 "first_mibps": med([p["first"]["MiBps"] for p in ps]),
                 "warm_mibps": med([p["warm"]["MiBps"] for p in ps]),
                 "first_s_per_gib": [p["first"]["daemon_s_per_gib"] for p in ps],
@@ -664,6 +693,7 @@ def render(res):
                  a["pairs"], a["remounts"], a["threads"], res.get("total_s", 0),
                  res.get("idle_wait_s", 0)))
     L.append("### Goals\n")
+    L.append("Medians over all pairs (or remounts) of this run.\n")
     L.append("| Goal | Target | Measured: median (min–max) | |")
     L.append("|---|---|---|---|")
     for g in goals(res, s):
@@ -674,11 +704,15 @@ def render(res):
              "faster). MiB/s and machine busy share are medians; daemon CPU is median "
              "(min–max) over the fusefs epochs; READs and passthrough opens per file are "
              "the daemon's `reads` and `passthrough_opens` counters over those epochs "
-             "divided by files read.\n")
+             "divided by files read. Busy before: machine busy share in the 0.5 s before "
+             "the pair; other CPU: share of both CPUs used by other processes during the "
+             "epochs. Undisturbed: the pairs in which no other process wrote to "
+             "/proc/sys/vm/drop_caches during either epoch (nor, for no drop, between "
+             "epochs), median (n).\n")
     L.append("| Config | Set | Drop | Ratio local/fusefs | fusefs MiB/s | local MiB/s | "
              "Daemon CPU s/GiB | Daemon CPU µs/file | READs/file | PT opens/file | "
-             "Busy before | Other CPU |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+             "Busy before | Other CPU | Undisturbed |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cfg in res["configs"]:
         for ds in SETS:
             for drop in a["drops"]:
@@ -686,28 +720,31 @@ def render(res):
                 if not p:
                     continue
                 L.append("| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %.2f | %.2f | "
-                         "%.0f%% | %.0f%% |" % (
+                         "%.0f%% | %.0f%% | %s |" % (
                              cfg, SET_NAMES[ds], DROP_NAMES[drop], rng(p["ratios"]),
                              p["fz_mibps"], p["lo_mibps"], rng(p["s_per_gib"], "%.3f"),
                              rng(p["us_per_file"], "%.0f") if ds == "small" else "–",
                              p["reads_per_file"],
-                             p["pt_per_file"], 100 * p["before"], 100 * p["other"]))
+                             p["pt_per_file"], 100 * p["before"], 100 * p["other"],
+                             "%.2f (%d)" % (med(p["clean"]), len(p["clean"])) if p["clean"]
+                             else "– (0)"))
     L.append("")
     L.append("### First epoch after a remount\n")
     L.append("Each remount: unmount, mount on the same cache, `echo 3`, first epoch; "
              "`echo 3`, warm epoch with the same order. Ratio = warm secs / first secs.\n")
     L.append("| Config | Set | Ratio first/warm | first MiB/s | warm MiB/s | "
              "Daemon CPU s/GiB, first | Daemon CPU s/GiB, warm | Chunks verified | "
-             "PT opens, first |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
+             "PT opens, first | Disturbed |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
     for cfg in res["configs"]:
         for ds in SETS:
             r = s["remount"].get((cfg, ds))
             if r:
-                L.append("| %s | %s | %s | %.0f | %.0f | %s | %s | %d | %d |" % (
+                L.append("| %s | %s | %s | %.0f | %.0f | %s | %s | %d | %d | %d/%d |" % (
                     cfg, SET_NAMES[ds], rng(r["ratios"]), r["first_mibps"],
                     r["warm_mibps"], rng(r["first_s_per_gib"]),
-                    rng(r["warm_s_per_gib"], "%.3f"), r["verified"], r["pt_first"]))
+                    rng(r["warm_s_per_gib"], "%.3f"), r["verified"], r["pt_first"],
+                    r["disturbed"], len(r["ratios"])))
     L.append("")
     ops_seen = []
     for c in res["configs"].values():
@@ -736,7 +773,8 @@ def render(res):
                 L.append("| %s | %s | " % (cfg, DROP_NAMES[drop]) + " | ".join(
                     "%.2f" % (cnt.get(o, 0) / n) for o in ops) + " | %.2f |" % (
                         sum(cnt.values()) / n) + (" (%d lost)" % t["trace_lost"]
-                                                  if t.get("trace_lost") else ""))
+                                                  if t.get("trace_lost") else "") + (
+                    " (caches dropped by another process)" if t.get("disturbed") else ""))
         L.append("")
     L.append("### Daemon\n")
     L.append("| Config | Peak RSS (VmHWM) per mount, MiB | read_ahead_kb | uid | CapEff | "
