@@ -47,7 +47,8 @@ passthrough log line. Before each pair or single measured epoch the machine must
 enough (busy share over 0.5 s <= --idle-max); it waits for that, at most --idle-budget
 seconds over the whole run, and records the load either way.
 
-Results: JSON (--out) and a markdown report (--md; also printed).
+Results: JSON (--out) and a markdown report (--md; also printed); `local.py --render JSON`
+prints the report of a saved run again.
 """
 
 import argparse
@@ -729,6 +730,21 @@ def render(res):
                              "%.2f (%d)" % (med(p["clean"]), len(p["clean"])) if p["clean"]
                              else "– (0)"))
     L.append("")
+    L.append("Per-pair ratios (local secs / fusefs secs) in the order measured; * = a pair "
+             "disturbed by another process dropping caches.\n")
+    L.append("| Config | Set | Drop | " + " | ".join("pair %d" % (i + 1) for i in range(
+        a["pairs"])) + " |")
+    L.append("|---|---|---|" + "---|" * a["pairs"])
+    for cfg, c in res["configs"].items():
+        for ds in SETS:
+            for drop in a["drops"]:
+                ps = c["pairs"].get(drop, {}).get(ds, [])
+                if ps:
+                    L.append("| %s | %s | %s | " % (cfg, SET_NAMES[ds], DROP_NAMES[drop]) +
+                             " | ".join("%.2f%s" % (p["ratio"], "*" if (
+                                 p["fusefs"].get("disturbed") or p["local"].get(
+                                     "disturbed")) else "") for p in ps) + " |")
+    L.append("")
     L.append("### First epoch after a remount\n")
     L.append("Each remount: unmount, mount on the same cache, `echo 3`, first epoch; "
              "`echo 3`, warm epoch with the same order. Ratio = warm secs / first secs.\n")
@@ -799,6 +815,9 @@ def render(res):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_helper":
         helper(sys.argv[2:])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--render":     # the report of a saved run
+        print(render(json.load(open(sys.argv[2]))))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
