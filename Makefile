@@ -58,7 +58,7 @@ check: test
 
 bench: all
 	bench/run.sh $(BIN)
-	$(MAKE) --no-print-directory bench-s3 bench-epoch
+	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-local
 
 # S3 backend vs curl/s3cmd and local disk (docs/benchmarks-s3.md), ~1.5 min
 bench-s3: all
@@ -121,6 +121,14 @@ fuzz: fuzz-build
 # on a throwaway copy of the corpus (scripts/test.sh runs this)
 fuzz-smoke: fuzz-build
 	tests/fuzz/run.sh --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# cached epochs against local disk over a file:// source, no Ceph: passthrough auto / off /
+# non-root daemon, page cache dropped (echo 3, echo 1) or not, A/B pairs, first epoch after a
+# remount, daemon CPU and RSS, FUSE requests per file (docs/benchmarks-local.md), ~15 min;
+# needs root
+bench-local: all
+	/usr/bin/python3 bench/local.py --bin $(BIN) $(BENCH_LOCAL_ARGS)
+.PHONY: bench-local
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs

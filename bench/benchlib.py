@@ -1,4 +1,5 @@
-"""Helpers shared by bench/epoch.py and bench/s3.py (not by bench/bench.py).
+"""Helpers shared by bench/epoch.py, bench/s3.py, bench/open.py and bench/local.py (not by
+bench/bench.py).
 
 Run with /usr/bin/python3 (boto3 from Debian's python3-boto3). Everything here is for
 throwaway benchmark setups: mounts and daemons started through it are recorded and torn
@@ -28,10 +29,12 @@ def log(*a):
     print("[%s]" % time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
 
 
-def drop_caches():
+def drop_caches(level=3):
+    """sync; echo LEVEL > /proc/sys/vm/drop_caches (1: page cache, 3: also dentries and
+    inodes)."""
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+        f.write("%d\n" % level)
 
 
 def sh(cmd, **kw):
@@ -232,12 +235,22 @@ class Cleanup:
                 log("cleanup %s: %r" % (desc, e))
 
 
-def wait_mount(mnt, proc, timeout=60):
+def mounted_in(pid, mnt):
+    """Whether mnt is a mount point in the mount namespace of process pid (a daemon started
+    in its own namespace, where os.path.ismount() cannot see it)."""
+    try:
+        with open("/proc/%d/mountinfo" % pid) as f:
+            return any(line.split()[4] == mnt for line in f)
+    except OSError:
+        return False
+
+
+def wait_mount(mnt, proc, timeout=60, mounted=os.path.ismount):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("mount process exited with %d" % proc.returncode)
-        if os.path.ismount(mnt):
+        if mounted(mnt):
             return
         time.sleep(0.05)
     raise RuntimeError("%s not mounted after %d s" % (mnt, timeout))
@@ -245,10 +258,12 @@ def wait_mount(mnt, proc, timeout=60):
 
 class Daemon:
     """A FUSE daemon run in the foreground as our child (fusefs -f, s3fs -f, rclone mount)
-    so that we know its pid; stop() unmounts and waits, kill() is the backstop."""
+    so that we know its pid; stop() unmounts and waits, kill() is the backstop.
+    own_ns: cmd execs the daemon in a mount namespace of its own (unshare --mount ...
+    exec DAEMON, same pid): the mount is looked for and unmounted there."""
 
-    def __init__(self, name, cmd, mnt, logpath, cleanup, env=None):
-        self.name, self.cmd, self.mnt = name, cmd, mnt
+    def __init__(self, name, cmd, mnt, logpath, cleanup, env=None, own_ns=False):
+        self.name, self.cmd, self.mnt, self.own_ns = name, cmd, mnt, own_ns
         os.makedirs(mnt, exist_ok=True)
         self.logf = open(logpath, "ab")
         self.logf.write(("\n==== %s %s\n%s\n" % (name, time.strftime("%H:%M:%S"),
@@ -259,7 +274,8 @@ class Daemon:
         self.cleanup = cleanup
         self.cidx = cleanup.add("%s pid %d" % (name, self.proc.pid), self.kill)
         try:
-            wait_mount(mnt, self.proc)
+            wait_mount(mnt, self.proc, mounted=(lambda m: mounted_in(self.proc.pid, m))
+                       if own_ns else os.path.ismount)
         except BaseException:
             self.kill()
             raise
@@ -274,8 +290,9 @@ class Daemon:
         if self.proc is None:
             return
         deadline = time.time() + timeout
+        ns = ["nsenter", "--mount=/proc/%d/ns/mnt" % self.proc.pid] if self.own_ns else []
         while self.proc.poll() is None and time.time() < deadline:
-            subprocess.run(["fusermount3", "-u", self.mnt], check=False,
+            subprocess.run(ns + ["fusermount3", "-u", self.mnt], check=False,
                            stderr=subprocess.DEVNULL)
             try:
                 self.proc.wait(timeout=1)
