@@ -90,13 +90,13 @@ FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer 
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                $(shell pkg-config --cflags libxml-2.0 inih libxxhash)
 FUZZ_OBJS_lists   = lists htab pathmap
-FUZZ_OBJS_s3list  = s3list
+FUZZ_OBJS_s3list  = s3list hash
 FUZZ_OBJS_pathmap = pathmap
 FUZZ_OBJS_recfmt  = recfmt hash
 FUZZ_OBJS_cfgfile = cfgfile conf log
 FUZZ_OBJS_creds   = creds cfgfile conf log
 FUZZ_OBJS_s3sign  = s3sign
-FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0)
+FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
 FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
 FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
 FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
