@@ -227,7 +227,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   rep.begin_at == rep2.begin_at,
 			   "second publish parsed differently");
 	}
-	check_window(l, &m, 0);
+	if (!rep.headers)
+		check_window(l, &m, 0);	/* headers may leave it waiting */
 	/* the reader opens a file: it moves just past it */
 	k = (size + data[0]) % m.n;
 	lists_note_open(l, m.order[k], data[0] & 1);

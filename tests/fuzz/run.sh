@@ -5,6 +5,7 @@
 #   tests/fuzz/run.sh [--smoke] BUILD SECONDS TARGET...
 #
 # --smoke: first replay the committed reproducers in tests/fuzz/crashes/
+# (and fuzz with a fixed seed, FUZZ_SEED, default 1, so CI repeats itself)
 # TARGET/ (each must pass now), then fuzz with new inputs going to a
 # temporary directory that is deleted afterwards.  Without --smoke, new
 # inputs are kept in BUILD/corpus/TARGET/ for the next run.  The seed
@@ -76,6 +77,11 @@ for t in "$@"; do
 	opts=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
 	      -print_final_stats=1 -artifact_prefix="$art/")
 	[[ -f tests/fuzz/dict/$t.dict ]] && opts+=(-dict="tests/fuzz/dict/$t.dict")
+	# the smoke run in the test command is repeatable: one fixed seed
+	# (FUZZ_SEED=0 for a random one); `make fuzz` explores freely
+	if ((smoke)) && [[ ${FUZZ_SEED:-1} != 0 ]]; then
+		opts+=(-seed="${FUZZ_SEED:-1}")
+	fi
 	t0=$SECONDS
 	"$bin" "${opts[@]}" "$work" "$seeds" >"$log" 2>&1
 	rc=$?
