@@ -39,7 +39,5 @@ void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
 		   uint32_t n, struct chunkbuf *cb);
 /* memchunks_drop() - forget every chunk of @fid at @gen */
 void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen);
-/* memchunks_count() - chunks held */
-uint64_t memchunks_count(const struct memchunks *m);
 
 #endif

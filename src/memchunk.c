@@ -83,13 +83,3 @@ void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen)
 		}
 	}
 }
-
-uint64_t memchunks_count(const struct memchunks *m)
-{
-	uint64_t k = 0;
-	unsigned i;
-
-	for (i = 0; i < m->max; i++)
-		k += m->slot[i].cb != NULL;
-	return k;
-}
