@@ -2,6 +2,7 @@
 /* conf.c - option table shared by --long options and -o key=value */
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -101,6 +102,16 @@ static const struct opt opts[] = {
 	  "FILE         INI file with a [mount] section; the command line overrides it" },
 	{ "metrics", OPT_STR, O(metrics_addr), 0, 0,
 	  "IP:PORT     Prometheus metrics at http://IP:PORT/metrics (default off)" },
+	{ "memory-limit", OPT_SIZE, O(memory_limit), 0, 0,
+	  "SIZE   chunk and control buffers in memory (default 256M)" },
+	{ "control-group", OPT_SPECIAL, 0, 0, 0,
+	  "GROUP may pin, evict, warm and replace others' lists (docs/control-access.md)" },
+	{ "user-lists", OPT_UINT, O(user_lists), 1, 4096,
+	  "N        list names each other user may create (default 8)" },
+	{ "user-buffers", OPT_UINT, O(user_buffers), 1, 1024,
+	  "N      control files each other user may hold open (default 16)" },
+	{ "pin-max", OPT_UINT, O(pin_max_pct), 1, 100,
+	  "PERCENT     largest share of the cache pinned files may take (default 50)" },
 };
 
 void conf_init(struct fusefs_conf *cf)
@@ -125,6 +136,11 @@ void conf_init(struct fusefs_conf *cf)
 	cf->heat_half_life_s = 7 * 86400;
 	cf->list_idle_s = 300;
 	cf->log_level = LOG_INFO;
+	cf->memory_limit = 256ULL << 20;
+	cf->control_gid = (gid_t)-1;
+	cf->user_lists = 8;
+	cf->user_buffers = 16;
+	cf->pin_max_pct = 50;
 }
 
 void conf_release(struct fusefs_conf *cf)
@@ -136,6 +152,7 @@ void conf_release(struct fusefs_conf *cf)
 			free(*(char **)((char *)cf + opts[i].off));
 	free(cf->source);
 	free(cf->mountpoint);
+	free(cf->control_group);
 }
 
 int parse_size(const char *s, uint64_t *out)
@@ -218,6 +235,27 @@ static int bad(const char *key, const char *val, const char *why)
 	return -EINVAL;
 }
 
+/* --control-group: a group name or a numeric gid, resolved now */
+static int set_control_group(struct fusefs_conf *cf, const char *key,
+			     const char *val)
+{
+	struct group *g = getgrnam(val);
+	unsigned long v;
+	char *dup;
+
+	if (g)
+		v = g->gr_gid;
+	else if (parse_uint(val, 10, &v) || v >= UINT32_MAX)
+		return bad(key, val, "a group name or a numeric gid");
+	dup = strdup(val);
+	if (!dup)
+		return -ENOMEM;
+	free(cf->control_group);
+	cf->control_group = dup;
+	cf->control_gid = v;
+	return 0;
+}
+
 static int set_special(struct fusefs_conf *cf, const struct opt *o,
 		       const char *val)
 {
@@ -256,6 +294,8 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 			cf->passthrough = false;
 		else
 			return bad(o->name, val, "auto or off");
+	} else if (!strcmp(o->name, "control-group")) {
+		return set_control_group(cf, o->name, val);
 	} else if (!strcmp(o->name, "log-level")) {
 		int l = log_parse_level(val);
 
@@ -384,6 +424,12 @@ int conf_check(const struct fusefs_conf *cf)
 	if (cf->cache_size < 4ULL * cf->chunk_size) {
 		fprintf(stderr,
 			"fusefs: --cache-size must hold at least 4 chunks (%u bytes)\n",
+			4 * cf->chunk_size);
+		return -EINVAL;
+	}
+	if (cf->memory_limit < 4ULL * cf->chunk_size) {
+		fprintf(stderr,
+			"fusefs: --memory-limit must hold at least 4 chunks (%u bytes)\n",
 			4 * cf->chunk_size);
 		return -EINVAL;
 	}
