@@ -390,7 +390,7 @@ static const char *pin_refusal(struct ctl *c, const struct fidvec *fv,
 		return "the whole tree";
 	cache_usage(c->d.cache, &used, &limit, &files);
 	bytes = pin_bytes(c, fv);
-	if (bytes > limit / 100 * c->pin_max_pct)
+	if (bytes > (unsigned __int128)limit * c->pin_max_pct / 100)
 		return "more than --pin-max of the cache";
 	return NULL;
 }
