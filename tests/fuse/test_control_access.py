@@ -2,14 +2,12 @@
 (docs/control-access.md): the mount owner (root, the daemon's user) and
 --control-group members may change shared state; any other local user may
 read stats and lists and publish lists of their own, within quotas. The
-other users' actions run in a child process under another uid (nobody, or
-a bare uid with no passwd entry) through subprocess's user/group."""
+other users' actions run in a forked child that drops to another uid
+(nobody, or a bare uid with no passwd entry) and groups first."""
 
 import errno
 import os
 import stat
-import subprocess
-import sys
 import tempfile
 
 import pytest
@@ -21,53 +19,53 @@ NOBODY = 65534
 OTHER = 12345          # a second unprivileged user, no passwd entry needed
 GROUP = 4242           # --control-group in the tests that want one
 
-# run in the child: one operation on @path, print the errno (0: success)
-CHILD = r"""
-import os, sys
-op, path, data = sys.argv[1], sys.argv[2], sys.argv[3]
-fds = []
-try:
-    if op == "read":
-        with open(path, "rb") as f:
-            f.read()
-    elif op == "write":
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data.encode())
-        finally:
-            os.close(fd)              # the daemon acts (and answers) here
-    elif op == "hold":                # open @data files at once
-        for _ in range(int(data)):
-            fds.append(os.open(path, os.O_RDONLY))
-    print(0)
-except OSError as e:
-    print(e.errno)
-"""
-
-
-def as_user(uid, op, path, data="", groups=()):
-    """errno of @op on @path done by @uid (0 if it worked)"""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run as other users")
-    r = subprocess.run([sys.executable, "-c", CHILD, op, path, data],
-                       user=uid, group=uid, extra_groups=list(groups),
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return int(r.stdout.strip())
-
-
-def as_owner(op, path, data=""):
-    """the same as the mount owner (this process, root)"""
+def do_op(op, path, data):
+    """one operation on @path: 0, or the errno it failed with"""
+    fds = []
     try:
         if op == "read":
             with open(path, "rb") as f:
                 f.read()
-        else:
-            with open(path, "wb") as f:
-                f.write(data.encode())
+        elif op == "write":
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, data.encode())
+            finally:
+                os.close(fd)          # the daemon acts (and answers) here
+        elif op == "hold":            # open @data files at once
+            for _ in range(int(data)):
+                fds.append(os.open(path, os.O_RDONLY))
         return 0
     except OSError as e:
         return e.errno
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def as_user(uid, op, path, data="", groups=()):
+    """errno of @op on @path done by @uid (0 if it worked), in a forked
+    child that drops to @uid (and @groups) first"""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run as other users")
+    pid = os.fork()
+    if pid == 0:
+        rc = 255
+        try:
+            os.setgroups(list(groups))
+            os.setgid(uid)
+            os.setuid(uid)
+            rc = do_op(op, path, data)
+        finally:
+            os._exit(rc)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) != 255
+    return os.WEXITSTATUS(status)
+
+
+def as_owner(op, path, data=""):
+    """the same as the mount owner (this process, root)"""
+    return do_op(op, path, data)
 
 
 @pytest.fixture
