@@ -12,8 +12,8 @@ import threading
 from checks import MiB, rnd
 from util import put
 
-FILES, SIZE = 12, 32 * MiB      # 384 MiB, read once by 4 readers
-CACHE = "192M"                  # half the dataset
+FILES, SIZE = 8, 32 * MiB       # 256 MiB, read once by 4 readers
+CACHE = "128M"                  # half the dataset
 SLACK = 32 * MiB                # per-worker bounce buffers, malloc arenas
 
 
@@ -64,7 +64,7 @@ def stats(m):
                                        if " " in line and "{" not in line)}
 
 
-def test_peak_rss_under_the_limit(mounter, src):
+def test_peak_rss_under_the_limit(mounter, src, tmp_path):
     names, want = dataset(src)
     m = mounter("--chunk-size", "4M", "--cache-size", CACHE,
                 "--memory-limit", "64M", "--passthrough", "off")
@@ -78,14 +78,14 @@ def test_peak_rss_under_the_limit(mounter, src):
     assert st["bytes_from_backend"] >= FILES * SIZE
     assert peak <= base + 64 * MiB + SLACK, \
         f"peak RSS {peak >> 20} MiB, at mount {base >> 20} MiB"
+    m.umount()
 
-
-def test_larger_limit_same_workload(mounter, src):
-    names, want = dataset(src)
+    # the same workload with a larger limit (and an empty cache)
     m = mounter("--chunk-size", "4M", "--cache-size", CACHE,
-                "--memory-limit", "512M", "--passthrough", "off")
+                "--memory-limit", "512M", "--passthrough", "off",
+                cache=str(tmp_path / "cache2"))
     assert read_all(m, names, want) == []
     st = stats(m)
     assert st["mem_budget_limit_bytes"] == 512 * MiB
-    assert st["mem_budget_used_bytes"] <= st["mem_budget_peak_bytes"]
+    assert st["mem_budget_peak_bytes"] > 64 * MiB    # it used the room
     assert st["mem_budget_overdraft"] == 0
