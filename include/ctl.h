@@ -135,11 +135,14 @@ int ctl_create_list(struct ctl *c, uint64_t parent, const char *name,
  * Control-file buffers: ctl_buffer_open() when a control file is opened
  * (0, or -EMFILE: @w holds --user-buffers open), ctl_buffer_grow() before
  * its buffer grows by @bytes (0, -EDQUOT past @w's share, -ENOBUFS past
- * the budget's), ctl_buffer_close() at release with every byte grown.
+ * the budget's; with @text, the text made for a read, charged even past
+ * the budget so that reading stats never fails for memory),
+ * ctl_buffer_close() at release with every byte grown.
  * ctl_buffer_shrink() takes back a grow whose allocation failed.
  */
 int ctl_buffer_open(struct ctl *c, const struct ctl_who *w);
-int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes);
+int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,
+		    bool text);
 void ctl_buffer_shrink(struct ctl *c, const struct ctl_who *w,
 		       uint64_t bytes);
 void ctl_buffer_close(struct ctl *c, const struct ctl_who *w,

@@ -858,7 +858,8 @@ int ctl_buffer_open(struct ctl *c, const struct ctl_who *w)
 	return rc;
 }
 
-int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes)
+int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,
+		    bool text)
 {
 	struct ctl_user *u;
 	int rc = 0;
@@ -874,7 +875,9 @@ int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes)
 		if (rc)
 			return rc;
 	}
-	if (!c->d.mem || membudget_try(c->d.mem, MB_CTL, bytes))
+	if (c->d.mem && text)
+		membudget_force(c->d.mem, MB_CTL, bytes);
+	if (!c->d.mem || text || membudget_try(c->d.mem, MB_CTL, bytes))
 		return 0;
 	ctl_buffer_shrink(c, w, bytes);
 	return -ENOBUFS;

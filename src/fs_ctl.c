@@ -149,7 +149,7 @@ static int ctlbuf_create(struct fs *fs, fuse_ino_t ino, bool writing,
 	cb->writing = writing;
 	if (!writing) {
 		cb->buf = ctl_read(ctl, ino, &cb->len);
-		rc = cb->buf ? ctl_buffer_grow(ctl, w, cb->len) : -ENOMEM;
+		rc = cb->buf ? ctl_buffer_grow(ctl, w, cb->len, true) : -ENOMEM;
 		if (rc) {
 			ctl_buffer_close(ctl, w, 0);
 			free(cb->buf);
@@ -251,7 +251,8 @@ static int ctlbuf_append(struct ctl *ctl, struct ctlbuf *cb, const char *buf,
 		return -EFBIG;
 	if (cb->len + size > cb->cap) {
 		size_t cap = MIN(MAX(cb->cap * 2, cb->len + size), CTL_BUF_MAX);
-		int rc = ctl_buffer_grow(ctl, &cb->who, cap - cb->cap);
+		int rc = ctl_buffer_grow(ctl, &cb->who, cap - cb->cap,
+					 false);
 		char *p;
 
 		if (rc)

@@ -566,15 +566,15 @@ static void test_access(void)
 	CHECK_INT(ctl_buffer_open(e.ctl, &u), ==, -EMFILE);
 	CHECK_INT(ctl_buffer_open(e.ctl, &v), ==, 0);
 	/* bytes: memory-limit / 16 (16 MiB by default) each */
-	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 16 << 20), ==, 0);
-	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 1), ==, -EDQUOT);
-	CHECK_INT(ctl_buffer_grow(e.ctl, &v, 1), ==, 0);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 16 << 20, false), ==, 0);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 1, false), ==, -EDQUOT);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &v, 1, false), ==, 0);
 	ctl_buffer_close(e.ctl, &u, 16 << 20);
 	for (i = 1; i < 16; i++)
 		ctl_buffer_close(e.ctl, &u, 0);
 	ctl_buffer_close(e.ctl, &v, 1);
 	CHECK_INT(ctl_buffer_open(e.ctl, &u), ==, 0);
-	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 1 << 20), ==, 0);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 1 << 20, false), ==, 0);
 	ctl_buffer_close(e.ctl, &u, 1 << 20);
 	env_fini(&e);
 }
