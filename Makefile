@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd
+PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -19,10 +19,10 @@ endif
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
-          s3sign s3list lists backend_file
+          s3sign s3list lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough \
-          cfgfile notify metrics
+          cfgfile notify metrics manifest_src
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -34,7 +34,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(OBJS)
+$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(BUILD)/fusefs/manifest_cmd.o $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
