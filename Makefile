@@ -84,7 +84,7 @@ FUZZ_CC      ?= clang-14
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_SMOKE_SECONDS ?= 20
-FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign
+FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign manifest
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
@@ -96,10 +96,12 @@ FUZZ_OBJS_recfmt  = recfmt hash
 FUZZ_OBJS_cfgfile = cfgfile conf log
 FUZZ_OBJS_creds   = creds cfgfile conf log
 FUZZ_OBJS_s3sign  = s3sign
+FUZZ_OBJS_manifest = manifest pathmap
 FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
 FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
 FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
 FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
+FUZZ_LIBS_manifest = -lz -lzstd
 FUZZ_BINS    = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 $(FUZZ_BUILD)/%.o: %.c
