@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd
+PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -19,10 +19,10 @@ endif
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
-          s3sign s3list lists backend_file
+          s3sign s3list lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough \
-          cfgfile notify metrics
+          cfgfile notify metrics manifest_src
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -34,7 +34,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(OBJS)
+$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(BUILD)/fusefs/manifest_cmd.o $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -84,7 +84,7 @@ FUZZ_CC      ?= clang-14
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_SMOKE_SECONDS ?= 20
-FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign
+FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign manifest
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
@@ -96,10 +96,12 @@ FUZZ_OBJS_recfmt  = recfmt hash
 FUZZ_OBJS_cfgfile = cfgfile conf log
 FUZZ_OBJS_creds   = creds cfgfile conf log
 FUZZ_OBJS_s3sign  = s3sign
+FUZZ_OBJS_manifest = manifest pathmap
 FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
 FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
 FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
 FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
+FUZZ_LIBS_manifest = -lz -lzstd
 FUZZ_BINS    = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 $(FUZZ_BUILD)/%.o: %.c

@@ -913,3 +913,59 @@ int cmd_stats_json(int argc, char **argv)
 	free(buf);
 	return 0;
 }
+
+int cmd_refresh(int argc, char **argv)
+{
+	long long timeout_s = 600, before, now;
+	const char *mnt = NULL, *v;
+	char root[PATH_MAX], *text;
+	bool wait = false;
+	int i, rc;
+
+	for (i = 0; i < argc; i++) {
+		rc = opt_value(argc, argv, &i, "--timeout", &v);
+		if (rc == 1 && parse_num(v, 86400 * 365, &timeout_s))
+			continue;
+		if (rc)
+			goto usage;
+		if (!strcmp(argv[i], "--wait"))
+			wait = true;
+		else if (argv[i][0] != '-' && !mnt)
+			mnt = argv[i];
+		else
+			goto usage;
+	}
+	if (!mnt)
+		goto usage;
+	if (need_root(mnt, root, sizeof(root)))
+		return 1;
+	text = ctl_read(root, "stats");
+	before = text ? field(text, "ns_swaps") : -1;
+	free(text);
+	rc = ctl_write(root, "refresh", "1\n", 2);
+	if (rc) {
+		fprintf(stderr, "fusefs: refresh of %s refused: %s\n", root,
+			strerror(-rc));
+		return 1;
+	}
+	if (!wait)
+		return 0;
+	for (i = 0; i < timeout_s * 10; i++) {
+		text = ctl_read(root, "stats");
+		now = text ? field(text, "ns_swaps") : -1;
+		free(text);
+		if (now < 0) {
+			fprintf(stderr, "fusefs: %s: cannot read the stats\n", root);
+			return 1;
+		}
+		if (now > before)
+			return 0;
+		usleep(100000);
+	}
+	fprintf(stderr, "fusefs: %s: no new namespace after %lld s (see the log)\n",
+		root, timeout_s);
+	return WAIT_TIMEOUT;
+usage:
+	fprintf(stderr, "usage: fusefs refresh MOUNTPOINT [--wait [--timeout SECONDS]]\n");
+	return 2;
+}

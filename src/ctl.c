@@ -19,6 +19,7 @@
 #define INO_UNPIN	7
 #define INO_EVICT	8
 #define INO_WARM	9
+#define INO_REFRESH	10
 #define INO_LIST0	0x1000
 #define MAX_NAMES	4096
 
@@ -33,7 +34,7 @@ static const struct {
 	{ "lists", INO_LISTS, CTL_LISTS }, { "stats", INO_STATS, CTL_STATS },
 	{ "heat", INO_HEAT, CTL_HEAT }, { "pin", INO_PIN, CTL_PIN },
 	{ "unpin", INO_UNPIN, CTL_UNPIN }, { "evict", INO_EVICT, CTL_EVICT },
-	{ "warm", INO_WARM, CTL_WARM },
+	{ "warm", INO_WARM, CTL_WARM }, { "refresh", INO_REFRESH, CTL_REFRESH },
 };
 
 struct ctl {
@@ -182,6 +183,7 @@ bool ctl_is_writable(struct ctl *c, uint64_t ino)
 	case CTL_UNPIN:
 	case CTL_EVICT:
 	case CTL_WARM:
+	case CTL_REFRESH:
 	case CTL_LIST:
 		return true;
 	default:
@@ -507,6 +509,10 @@ int ctl_commit(struct ctl *c, uint64_t ino, const char *buf, size_t len,
 		return each_path(c, buf, len, do_evict, report);
 	case CTL_WARM:
 		return warm(c, buf, len, report);
+	case CTL_REFRESH:
+		/* whatever was written: re-list (or re-read the manifest) now */
+		log_info("re-listing asked through the control file");
+		return nsmgr_refresh(c->d.nm);
 	case CTL_LIST:
 		if (!list_name(c, ino, name, sizeof(name)))
 			return -ENOENT;
