@@ -15,9 +15,15 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := build-san
 endif
+# ThreadSanitizer (tests/stress/README.md): the daemon and the unit tests in build-tsan/
+ifeq ($(TSAN),1)
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -O1
+LDFLAGS += -fsanitize=thread
+BUILD   := build-tsan
+endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
+CORE    = log strsafe bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
           s3sign s3list lists backend_file
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
@@ -136,7 +142,7 @@ install: all
 	ln -sf $(SBINDIR)/fusefs $(DESTDIR)/sbin/mount.fuse.fusefs
 
 clean:
-	rm -rf build build-san $(FUZZ_BUILD)
+	rm -rf build build-san build-tsan $(FUZZ_BUILD)
 
 .PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "strsafe.h"
 #include "report.h"
 
 #define INO_DIR		2
@@ -470,24 +471,24 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		fclose(f);
 	}
 	if (!rc && rep.outcome == LO_BEGUN) {
-		log_info("list '%s': epoch %" PRId64 " begins", name,
+		log_info("list '%s': epoch %" PRId64 " begins", str_log(name),
 			 rep.begin_epoch);
 		prefetch_kick(c->d.pf);
 	} else if (!rc) {
 		stat_inc(c->d.st, lists_published);
 		log_info("list '%s' published (epoch %" PRId64 ", %s): %" PRIu64
-			 " of %" PRIu64 " lines accepted", name,
+			 " of %" PRIu64 " lines accepted", str_log(name),
 			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
 			 list_outcome_name(rep.outcome), rep.accepted,
 			 rep.lines);
 		prefetch_published(c->d.pf, rep.max_size);
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
-			 name, rep.epoch, list_outcome_name(rep.outcome),
+			 str_log(name), rep.epoch, list_outcome_name(rep.outcome),
 			 rep.current);
 	} else {
 		log_warn("list '%s' rejected: %" PRIu64 " lines, none usable",
-			 name, rep.lines);
+			 str_log(name), rep.lines);
 	}
 	return rc;
 }
