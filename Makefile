@@ -23,7 +23,7 @@ BUILD   := build-tsan
 endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log strsafe bgthread conf hash htab pathmap ns recfmt meta stats policy \
+CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
           s3sign s3list lists backend_file
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
@@ -49,6 +49,9 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o
 		$(BUILD)/tests/unit/sigv4_ref.o $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcrypto
+
+# creds is outside CORE (inih): its test links it and the INI reader
+$(BUILD)/tests/unit/test_creds: $(BUILD)/src/creds.o $(BUILD)/src/cfgfile.o
 
 unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"; \
@@ -99,8 +102,8 @@ FUZZ_OBJS_lists   = lists htab pathmap
 FUZZ_OBJS_s3list  = s3list hash
 FUZZ_OBJS_pathmap = pathmap
 FUZZ_OBJS_recfmt  = recfmt hash
-FUZZ_OBJS_cfgfile = cfgfile conf log
-FUZZ_OBJS_creds   = creds cfgfile conf log
+FUZZ_OBJS_cfgfile = cfgfile conf log safeopen
+FUZZ_OBJS_creds   = creds cfgfile conf log safeopen
 FUZZ_OBJS_s3sign  = s3sign
 FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
 FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)

@@ -365,10 +365,14 @@ static char *heat_text(struct ctl *c, size_t *len)
 
 	if (f) {
 		fprintf(f, "# path\tscore\topens\tlast\tbytes\tcached\n");
-		for (i = 0; i < h.n; i++)
-			fprintf(f, "%s\t%.3f\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64
-				"\t%d\n", h.v[i].path, h.v[i].score, h.v[i].count,
+		for (i = 0; i < h.n; i++) {
+			/* the path escaped: a tab or newline in a name
+			 * cannot break the columns (strsafe.h) */
+			str_esc_file(f, h.v[i].path, strlen(h.v[i].path));
+			fprintf(f, "\t%.3f\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64
+				"\t%d\n", h.v[i].score, h.v[i].count,
 				h.v[i].last, h.v[i].bytes, h.v[i].cached);
+		}
 		fclose(f);
 	}
 	heat_rows_free(&h);
@@ -406,7 +410,9 @@ int ctl_rewarm(struct ctl *c, unsigned n)
 	return rc;
 }
 
-/* warm input: paths, or a heat TSV (first column; '#' lines skipped) */
+/* warm input: paths, or a heat TSV (first column, escaped as heat_text()
+ * writes it; '#' lines skipped).  A name with a newline cannot be on a
+ * list: its line is left out. */
 static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 {
 	char *paths = malloc(len + 1);
@@ -423,9 +429,15 @@ static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 		at += ll + (nl ? 1 : 0);
 		if (!ll || line[0] == '#')
 			continue;
-		if (tab)
-			ll = tab - line;
-		memcpy(paths + o, line, ll);
+		if (tab) {
+			ssize_t n = str_unesc(paths + o, line, tab - line);
+
+			if (n < 0 || memchr(paths + o, '\n', n))
+				continue;
+			ll = n;
+		} else {
+			memcpy(paths + o, line, ll);
+		}
 		o += ll;
 		paths[o++] = '\n';
 	}
