@@ -61,6 +61,25 @@ unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 test: all unit
 	tests/run-fuse.sh $(BIN)
 
+# ThreadSanitizer (tests/stress/README.md): on build-tsan/, the unit tests
+# that start threads, then the concurrency stress test over a file://
+# mount for STRESS_SECONDS; scripts/test.sh runs `make tsan`
+TSAN_UNIT      ?= test_bgthread test_cache test_ctl test_fetch test_meta
+STRESS_SECONDS ?= 30
+TSAN_ENV        = TSAN_OPTIONS="halt_on_error=1 exitcode=66 $$TSAN_OPTIONS"
+tsan:
+	$(MAKE) --no-print-directory TSAN=1 all $(TSAN_UNIT:%=build-tsan/tests/unit/%)
+	$(MAKE) --no-print-directory TSAN=1 tsan-unit
+	$(MAKE) --no-print-directory TSAN=1 stress
+
+tsan-unit: $(TSAN_UNIT:%=$(BUILD)/tests/unit/%)
+	@fail=0; for t in $^; do $(TSAN_ENV) $$t || fail=1; done; exit $$fail
+
+# the stress test on whichever build (TSAN=1, SAN=1 or plain); any sanitizer
+# report, wrong byte or non-zero daemon exit fails it
+stress: all
+	/usr/bin/python3 tests/stress/stress.py --bin $(BIN) --seconds $(STRESS_SECONDS)
+
 # the whole suite: also the integration tests on a throwaway Ceph cluster
 check: test
 	tests/run-integration.sh $(BIN)
@@ -147,7 +166,7 @@ install: all
 clean:
 	rm -rf build build-san build-tsan $(FUZZ_BUILD)
 
-.PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke
+.PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke tsan tsan-unit stress
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
