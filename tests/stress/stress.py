@@ -18,7 +18,9 @@ For --seconds, all at once:
     and a short --list-refresh / --revalidate, so re-listings and re-checks
     swap trees under the readers.
 
-Then the daemon is unmounted and must exit 0 with no "WARNING:
+Each --daemon-args gives one phase (a mount of its own on the same
+cache, so later phases also load and verify what earlier ones cached).
+After each phase the daemon is unmounted and must exit 0 with no "WARNING:
 ThreadSanitizer" (nor any other sanitizer report) in its log. Exit status:
 0 clean, 1 otherwise (each problem printed)."""
 
@@ -119,7 +121,7 @@ class Stress:
                "--cache-dir", self.cache, "--cache-size", "6M", "--chunk-size", "1M",
                "--revalidate", "1", "--list-refresh", "3", "--readahead", "4",
                "--max-inflight", "8", "--max-threads", "8", "--list-idle", "5",
-               "--metrics", f"127.0.0.1:{port}"]
+               "--metrics", f"127.0.0.1:{port}"] + self.extra
         self.logf = open(self.log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 120
@@ -288,7 +290,29 @@ class Stress:
         time.sleep(r.uniform(0, 0.05))
 
     def run(self):
+        """one phase per --daemon-args configuration, --seconds split
+        between them, on the same source and cache"""
         self.make_source()
+        configs = self.args.daemon_args or [""]
+        log = ""
+        for i, extra in enumerate(configs):
+            self.extra = extra.split()
+            print(f"stress: phase {i + 1}/{len(configs)}: {extra or 'default options'}")
+            log = self.phase(self.args.seconds / len(configs))
+            if self.errors:
+                break
+        print(f"stress: {', '.join(f'{k} {v}' for k, v in sorted(self.counts.items()))}")
+        if self.errors:
+            print("stress FAILED:\n  " + "\n  ".join(self.errors))
+            print("daemon log (tail):\n" + log[-6000:])
+            print(f"kept {self.tmp} for inspection")
+            return 1
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        print("stress: clean (daemon exit 0, no sanitizer report)")
+        return 0
+
+    def phase(self, seconds):
+        self.stop.clear()
         self.mount()
         workers = [(self.reader, i) for i in range(4)] + [
             (self.mutable_reader, 10), (self.mutator, 11), (self.controller, 12),
@@ -298,23 +322,14 @@ class Stress:
         t0 = time.time()
         for t in threads:
             t.start()
-        self.stop.wait(self.args.seconds)
+        self.stop.wait(seconds)
         self.stop.set()
         for t in threads:
             t.join(timeout=120)
             if t.is_alive():
                 self.fail("a worker is stuck in the mount after the run ended")
-        took = time.time() - t0
-        log = self.umount()
-        print(f"stress: {took:.0f} s, {', '.join(f'{k} {v}' for k, v in sorted(self.counts.items()))}")
-        if self.errors:
-            print("stress FAILED:\n  " + "\n  ".join(self.errors))
-            print("daemon log (tail):\n" + log[-6000:])
-            print(f"kept {self.tmp} for inspection")
-            return 1
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        print("stress: clean (daemon exit 0, no sanitizer report)")
-        return 0
+        print(f"stress: phase ran {time.time() - t0:.0f} s")
+        return self.umount()
 
 
 def free_port():
@@ -327,6 +342,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="build-tsan/bin/fusefs")
     ap.add_argument("--seconds", type=float, default=40)
+    ap.add_argument("--daemon-args", action="append",
+                    help='more daemon options for one phase, e.g. "--passthrough off '
+                         '--read-mode splice"; repeat for more phases (default: one '
+                         'phase with the defaults)')
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     s = Stress(args)
