@@ -166,18 +166,71 @@ static int write_all(int fd, const char *buf, size_t len)
  * write @head (may be NULL) then @len bytes of @buf to control file @rel
  * under @root; the daemon acts on close(), which reports its errors
  */
+/* directory @name in @dfd, not a symlink, on device @dev: fd or -errno */
+static int ctl_subdir(int dfd, const char *name, dev_t dev)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != dev) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+/*
+ * open control file @rel ("stats", "lists/NAME") under @root/.fusefs one
+ * component at a time: no symlink is followed and every directory must
+ * be on the mount's own device, so nothing leads out of the mount.
+ * Return: the fd or -errno.
+ */
+static int ctl_open(const char *root, const char *rel, int flags)
+{
+	char part[NAME_MAX + 1];
+	const char *p = rel, *slash;
+	struct stat top;
+	int dfd, fd;
+
+	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = fstat(dfd, &top) ? -errno : ctl_subdir(dfd, CTL, top.st_dev);
+	while (fd >= 0 && (slash = strchr(p, '/'))) {
+		close(dfd);
+		dfd = fd;
+		if ((size_t)(slash - p) > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, p, slash - p);
+		part[slash - p] = '\0';
+		fd = ctl_subdir(dfd, part, top.st_dev);
+		p = slash + 1;
+	}
+	if (fd >= 0) {
+		close(dfd);
+		dfd = fd;
+		fd = openat(dfd, p, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd < 0)
+			fd = -errno;
+	}
+	close(dfd);
+	return fd;
+}
+
 static int ctl_write2(const char *root, const char *rel, const char *head,
 		      const char *buf, size_t len)
 {
-	char path[PATH_MAX + 256];
 	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/" CTL "/%s", root, rel);
 	/* only a list may be new; nothing is truncated or followed */
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC |
-		  (strncmp(rel, "lists/", 6) ? 0 : O_CREAT), 0666);
+	fd = ctl_open(root, rel, O_WRONLY |
+		      (strncmp(rel, "lists/", 6) ? 0 : O_CREAT));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = head ? write_all(fd, head, strlen(head)) : 0;
 	if (!err)
 		err = write_all(fd, buf, len);
@@ -194,11 +247,17 @@ static int ctl_write(const char *root, const char *rel, const char *buf,
 
 static char *ctl_read(const char *root, const char *rel)
 {
-	char path[PATH_MAX + 256];
+	int fd = ctl_open(root, rel, O_RDONLY);
 	size_t len;
+	char *buf;
 
-	snprintf(path, sizeof(path), "%s/" CTL "/%s", root, rel);
-	return slurp(path, &len);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	buf = slurp_fd(fd, &len);
+	close(fd);
+	return buf;
 }
 
 /* "key value" lookup in a status text; @def if absent */
