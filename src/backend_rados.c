@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "creds.h"
 #include "log.h"
 
 #define LIST_WINDOW	128	/* stats in flight while listing */
@@ -132,6 +133,7 @@ static int rbe_open(struct backend **out, const struct fusefs_conf *cf,
 	if (rc < 0)
 		goto out_shutdown;
 	rc = rados_connect(r->cluster);
+	creds_hide_process();	/* librados holds the cephx key now */
 	if (rc < 0) {
 		fprintf(stderr, "fusefs: cannot connect to the Ceph cluster as %s: %s%s\n",
 			name, strerror(-rc),

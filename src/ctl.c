@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "strsafe.h"
 #include "report.h"
 
 #define INO_DIR		2
@@ -366,10 +367,14 @@ static char *heat_text(struct ctl *c, size_t *len)
 
 	if (f) {
 		fprintf(f, "# path\tscore\topens\tlast\tbytes\tcached\n");
-		for (i = 0; i < h.n; i++)
-			fprintf(f, "%s\t%.3f\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64
-				"\t%d\n", h.v[i].path, h.v[i].score, h.v[i].count,
+		for (i = 0; i < h.n; i++) {
+			/* the path escaped: a tab or newline in a name
+			 * cannot break the columns (strsafe.h) */
+			str_esc_file(f, h.v[i].path, strlen(h.v[i].path));
+			fprintf(f, "\t%.3f\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64
+				"\t%d\n", h.v[i].score, h.v[i].count,
 				h.v[i].last, h.v[i].bytes, h.v[i].cached);
+		}
 		fclose(f);
 	}
 	heat_rows_free(&h);
@@ -407,7 +412,9 @@ int ctl_rewarm(struct ctl *c, unsigned n)
 	return rc;
 }
 
-/* warm input: paths, or a heat TSV (first column; '#' lines skipped) */
+/* warm input: paths, or a heat TSV (first column, escaped as heat_text()
+ * writes it; '#' lines skipped).  A name with a newline cannot be on a
+ * list: its line is left out. */
 static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 {
 	char *paths = malloc(len + 1);
@@ -424,9 +431,15 @@ static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 		at += ll + (nl ? 1 : 0);
 		if (!ll || line[0] == '#')
 			continue;
-		if (tab)
-			ll = tab - line;
-		memcpy(paths + o, line, ll);
+		if (tab) {
+			ssize_t n = str_unesc(paths + o, line, tab - line);
+
+			if (n < 0 || memchr(paths + o, '\n', n))
+				continue;
+			ll = n;
+		} else {
+			memcpy(paths + o, line, ll);
+		}
 		o += ll;
 		paths[o++] = '\n';
 	}
@@ -472,24 +485,24 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		fclose(f);
 	}
 	if (!rc && rep.outcome == LO_BEGUN) {
-		log_info("list '%s': epoch %" PRId64 " begins", name,
+		log_info("list '%s': epoch %" PRId64 " begins", str_log(name),
 			 rep.begin_epoch);
 		prefetch_kick(c->d.pf);
 	} else if (!rc) {
 		stat_inc(c->d.st, lists_published);
 		log_info("list '%s' published (epoch %" PRId64 ", %s): %" PRIu64
-			 " of %" PRIu64 " lines accepted", name,
+			 " of %" PRIu64 " lines accepted", str_log(name),
 			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
 			 list_outcome_name(rep.outcome), rep.accepted,
 			 rep.lines);
 		prefetch_published(c->d.pf, rep.max_size);
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
-			 name, rep.epoch, list_outcome_name(rep.outcome),
+			 str_log(name), rep.epoch, list_outcome_name(rep.outcome),
 			 rep.current);
 	} else {
 		log_warn("list '%s' rejected: %" PRIu64 " lines, none usable",
-			 name, rep.lines);
+			 str_log(name), rep.lines);
 	}
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "manifest.h"
 #include "manifest_src.h"
 #include "nsmgr.h"
+#include "strsafe.h"
 
 #define CHECKER_PERIOD_MS	10000	/* checkers run when woken; this is a backstop */
 #define REFRESH_SLEEP_MAX_MS	3600000	/* the re-listing thread looks at least hourly */
@@ -615,14 +616,14 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 		changed = !*gone;
 		*gone = true;
 	} else {
-		log_warn("re-checking '%s': %s; serving what is known", r->key,
+		log_warn("re-checking '%s': %s; serving what is known", str_log(r->key),
 			 strerror(-rc));
 		known.checked = now;	/* do not ask again at every open */
 		ns_attr_set(nm->ns, n, &known);
 	}
 	nsmgr_unlock(nm);
 	if (changed)
-		log_info("object '%s' %s in the backend", r->key,
+		log_info("object '%s' %s in the backend", str_log(r->key),
 			 *gone ? "vanished" : "changed");
 	return changed;
 }
@@ -810,7 +811,7 @@ void nsmgr_stale_cb(void *arg, uint64_t ino)
 		else if (!r->queued)
 			c = enqueue_locked(nm, r);
 	} else {
-		log_err("cannot queue a re-check of '%s': out of memory", n->key);
+		log_err("cannot queue a re-check of '%s': out of memory", str_log(n->key));
 	}
 	unlock_file(nm);
 	wake(c);
