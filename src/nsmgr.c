@@ -602,7 +602,8 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 		/* the manifest's version stays: uncached bytes fail with EIO */
 		log_err("object '%s' changed since the manifest (pinned version %s, %" PRIu64
 			" bytes; the backend has %s, %" PRIu64 " bytes): not served",
-			r->key, known.version, known.size, fresh.version, fresh.size);
+			str_log(r->key), str_log(known.version), known.size,
+			str_log(fresh.version), fresh.size);
 		known.checked = now;
 		ns_attr_set(nm->ns, n, &known);
 		changed = *gone;
