@@ -66,7 +66,7 @@ static const struct opt opts[] = {
 	{ "revalidate", OPT_UINT, O(revalidate_s), 0, 86400 * 365,
 	  "SECONDS  trust a file's version this long; then an open re-checks it in the background, 0: every open waits for a re-check (default 60)" },
 	{ "list-refresh", OPT_UINT, O(list_refresh_s), 0, 86400 * 365,
-	  "SECONDS re-list the backend after this; 0 never (default 300)" },
+	  "SECONDS re-list the backend this often and right after a remount; 0 never by itself (default 300)" },
 	{ "manifest", OPT_STR, O(manifest), 0, 0,
 	  "FILE|URL   namespace and pinned versions from a manifest (file, rados://POOL/OBJ or s3://BUCKET/KEY; docs/manifests.md) instead of a listing" },
 	{ "snap", OPT_STR, O(snap), 0, 0,

@@ -299,7 +299,7 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	pthread_mutex_init(&nm->check_lock, NULL);
 	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
-	nm->from_store = rc == 0 && !nm->pinned;
+	nm->from_store = rc == 0 && !nm->pinned && cf->list_refresh_s;
 	if (rc == 0 && cf->list_refresh_s &&
 	    time(NULL) - listed >= (int64_t)cf->list_refresh_s) {
 		log_info("namespace cache is older than %u s: listing again",
@@ -467,8 +467,8 @@ static int64_t next_refresh_ms(const struct nsmgr *nm)
 
 /*
  * The re-listing thread: right after a mount served from the stored
- * namespace, then every list_refresh seconds, and when nsmgr_refresh()
- * asks.
+ * namespace, then every list_refresh seconds (neither when it is 0), and
+ * when nsmgr_refresh() asks.
  */
 static int64_t refresh_tick(void *arg)
 {

@@ -87,7 +87,7 @@ def test_remount_sees_new_object(mounter, store):
     assert "old" in os.listdir(m.mnt) and "new" not in os.listdir(m.mnt)
     m.umount()
     store.put(f"{pre}/new", b"new object")
-    m = mounter(pre, "--list-refresh", "0", store=store)
+    m = mounter(pre, store=store)      # default --list-refresh 300: re-listed at once
     assert wait_for(lambda: os.path.exists(m.path("new")), timeout=30), m.log()
     assert open(m.path("new"), "rb").read() == b"new object"
     store.put(f"{pre}/third", b"3")
