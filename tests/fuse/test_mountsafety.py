@@ -50,16 +50,13 @@ def test_nonempty_mount_point_refused_unless_asked(mounter, src, tmp_path):
     mnt.mkdir()
     (mnt / "precious").write_bytes(b"mine")
     refused(src, mnt, tmp_path / "c", want=f"mount point {mnt} is not empty (it holds 'precious')")
-    m = mounter("--nonempty", start=False)
+    m = mounter("-o", "nonempty", start=False)            # --nonempty: the same option
     m.mnt = str(mnt)
     m.start()
     assert sorted(os.listdir(mnt)) == ["f"]              # hidden while mounted
+    assert open(os.path.join(mnt, "f"), "rb").read() == b"data"
     m.umount()
     assert (mnt / "precious").read_bytes() == b"mine"    # and back afterwards
-    m2 = mounter("-o", "nonempty", start=False)
-    m2.mnt = str(mnt)
-    m2.start()
-    assert open(os.path.join(mnt, "f"), "rb").read() == b"data"
 
 
 def test_live_mount_is_not_stacked(mounter, src, tmp_path):
@@ -76,20 +73,15 @@ def test_live_mount_is_not_stacked(mounter, src, tmp_path):
 
 
 def test_cache_size_percentage(mounter, src, small_fs):
+    """(bad percentages: tests/unit/test_recfmt.c)"""
     put(src, {"f": b"x"})
     total = os.statvfs(small_fs).f_blocks * os.statvfs(small_fs).f_frsize
-    m = mounter("--cache-size", "50%", cache=str(small_fs / "c"))
-    assert m.stats()["cache_bytes_limit"] == total // 100 * 50
-    m.umount()
     m = mounter("-o", "cache_size=25%", cache=str(small_fs / "c"))
     assert m.stats()["cache_bytes_limit"] == total // 100 * 25
-    for bad in ("0%", "101%", "x%", "%", "50%%"):
-        refused(src, small_fs / "nomnt", small_fs / "c", "--cache-size", bad,
-                want=f"invalid value '{bad}' for option cache-size", code=2)
 
 
 def test_cache_size_larger_than_free_space(mounter, src, small_fs, tmp_path):
-    data = rnd(6 * MiB, 3)
+    data = rnd(5 * MiB, 3)
     put(src, {"f": data})
     mnt = tmp_path / "m"
     mnt.mkdir()
@@ -108,16 +100,16 @@ def test_cache_size_larger_than_free_space(mounter, src, small_fs, tmp_path):
             f.write(b"\0" * MiB)
         f.write(b"\0" * (filler % MiB))
     refused(src, mnt, small_fs / "c", "--cache-size", "16M",
-            want="4.0M free there, plus 6.")               # 4 + 6 < 16: refused
+            want="4.0M free there, plus 5.")               # 4 + 5 < 16: refused
     refused(src, mnt, small_fs / "c", "--cache-size", "100%", want="100% (64.0M of 64.0M)")
-    m = mounter("--cache-size", "9M", cache=str(small_fs / "c"))   # 4 + 6 >= 9
+    m = mounter("--cache-size", "8M", cache=str(small_fs / "c"))   # 4 + 5 >= 8
     assert m.stats()["cache_bytes_used"] >= len(data)      # nothing lost
     assert open(m.path("f"), "rb").read() == data
     m.umount()
     # the default (10G) is lowered to fit, with a warning
     m = mounter(cache=str(small_fs / "c"))
     limit = m.stats()["cache_bytes_limit"]
-    assert 4 * MiB <= limit <= 11 * MiB, limit
+    assert 4 * MiB <= limit <= 10 * MiB, limit
     assert "warning: the default --cache-size 10.0G is more than the file system" in m.log()
 
 
@@ -176,13 +168,9 @@ def test_mount_helper_passes_ro(src, tmp_path):
         ["flock", "-n", str(cache / "lock"), "true"]).returncode == 0)
 
 
-@pytest.mark.parametrize("opt,want", [
-    ("relatime", "mount option 'relatime' cannot be passed to a FUSE mount"),
-    ("nodiratime", "mount option 'nodiratime' cannot be passed to a FUSE mount"),
-    ("bogus", "unknown mount option 'bogus' (neither a fusefs option nor a kernel"),
-    ("ro=1", "mount option 'ro' takes no value"),
-])
-def test_unsupported_kernel_options_refused(src, tmp_path, opt, want):
+def test_unsupported_kernel_option_refused(src, tmp_path):
+    """(the classification of every option: tests/unit/test_recfmt.c)"""
+    opt, want = "relatime", "mount option 'relatime' cannot be passed to a FUSE mount"
     mnt = tmp_path / "u"
     mnt.mkdir()
     r = subprocess.run([FUSEFS, f"file://{src}", str(mnt), "-f", "-o",
