@@ -352,51 +352,79 @@ int conf_set(struct fusefs_conf *cf, const char *key, const char *val)
 	return opt_apply(cf, o, val);
 }
 
-/* mount options for the kernel's FUSE mount: passed to it (libfuse's list) */
-static bool kernel_opt(const char *key, size_t len)
+/* what a word of an -o list that is not a fusefs option is */
+enum mount_word {
+	MW_UNKNOWN,
+	MW_KERNEL,		/* for the kernel's FUSE mount: libfuse's list */
+	MW_UNSUPPORTED,		/* kernel options libfuse 3.14 cannot pass */
+	MW_MTAB,		/* for mount(8), fstab, systemd: no effect here */
+};
+
+static enum mount_word mount_word(const char *key, size_t len)
 {
-	static const char *const ok[] = {
-		"ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
-		"noatime", "atime", "sync", "async", "dirsync",
-		"default_permissions", "auto_unmount",
+	static const struct {
+		const char *name;
+		enum mount_word kind;
+	} words[] = {
+		{ "ro", MW_KERNEL }, { "rw", MW_KERNEL }, { "nosuid", MW_KERNEL },
+		{ "suid", MW_KERNEL }, { "nodev", MW_KERNEL }, { "dev", MW_KERNEL },
+		{ "noexec", MW_KERNEL }, { "exec", MW_KERNEL },
+		{ "noatime", MW_KERNEL }, { "atime", MW_KERNEL },
+		{ "sync", MW_KERNEL }, { "async", MW_KERNEL },
+		{ "dirsync", MW_KERNEL }, { "default_permissions", MW_KERNEL },
+		{ "auto_unmount", MW_KERNEL },
+		{ "relatime", MW_UNSUPPORTED }, { "norelatime", MW_UNSUPPORTED },
+		{ "strictatime", MW_UNSUPPORTED }, { "nostrictatime", MW_UNSUPPORTED },
+		{ "lazytime", MW_UNSUPPORTED }, { "nolazytime", MW_UNSUPPORTED },
+		{ "diratime", MW_UNSUPPORTED }, { "nodiratime", MW_UNSUPPORTED },
+		{ "mand", MW_UNSUPPORTED }, { "nomand", MW_UNSUPPORTED },
+		{ "silent", MW_UNSUPPORTED }, { "loud", MW_UNSUPPORTED },
+		{ "remount", MW_UNSUPPORTED }, { "bind", MW_UNSUPPORTED },
+		{ "move", MW_UNSUPPORTED },
+		{ "defaults", MW_MTAB }, { "auto", MW_MTAB }, { "noauto", MW_MTAB },
+		{ "user", MW_MTAB }, { "nouser", MW_MTAB }, { "users", MW_MTAB },
+		{ "owner", MW_MTAB }, { "group", MW_MTAB }, { "_netdev", MW_MTAB },
+		{ "nofail", MW_MTAB }, { "comment", MW_MTAB },
 	};
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(ok); i++)
-		if (strlen(ok[i]) == len && !strncmp(ok[i], key, len))
-			return true;
-	return false;
+	for (i = 0; i < ARRAY_SIZE(words); i++)
+		if (strlen(words[i].name) == len &&
+		    !strncmp(words[i].name, key, len))
+			return words[i].kind;
+	return len > 2 && !strncmp(key, "x-", 2) ? MW_MTAB : MW_UNKNOWN;
 }
 
-/* kernel options libfuse 3.14 cannot pass to a FUSE mount: refused */
-static bool unsupported_opt(const char *key, size_t len)
+/* one word of an -o list that is not a fusefs option: keep, skip or refuse */
+static int mount_word_apply(const char *tok, size_t klen, bool has_value,
+			    char *passthru, size_t len)
 {
-	static const char *const no[] = {
-		"relatime", "norelatime", "strictatime", "nostrictatime",
-		"lazytime", "nolazytime", "diratime", "nodiratime", "mand",
-		"nomand", "silent", "loud", "remount", "bind", "move",
-	};
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(no); i++)
-		if (strlen(no[i]) == len && !strncmp(no[i], key, len))
-			return true;
-	return false;
-}
-
-/* options for mount(8), fstab and systemd only: accepted, no effect here */
-static bool mtab_opt(const char *key, size_t len)
-{
-	static const char *const ok[] = {
-		"defaults", "auto", "noauto", "user", "nouser", "users",
-		"owner", "group", "_netdev", "nofail", "comment",
-	};
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(ok); i++)
-		if (strlen(ok[i]) == len && !strncmp(ok[i], key, len))
-			return true;
-	return len > 2 && !strncmp(key, "x-", 2);
+	switch (mount_word(tok, klen)) {
+	case MW_KERNEL:
+		if (has_value) {
+			fprintf(stderr, "fusefs: mount option '%.*s' takes no value\n",
+				(int)klen, tok);
+			return -EINVAL;
+		}
+		if (!passthru || strlen(passthru) + klen + 2 > len) {
+			fprintf(stderr, "fusefs: too many mount options at '%s'\n", tok);
+			return -EINVAL;
+		}
+		if (*passthru)
+			strcat(passthru, ",");
+		strcat(passthru, tok);
+		return 0;
+	case MW_UNSUPPORTED:
+		fprintf(stderr, "fusefs: mount option '%.*s' cannot be passed to a FUSE mount (libfuse 3.14); the supported ones are ro, rw, nosuid, suid, nodev, dev, noexec, exec, noatime, atime (relatime), sync, async, dirsync, default_permissions, allow_other, auto_unmount\n",
+			(int)klen, tok);
+		return -EINVAL;
+	case MW_MTAB:
+		return 0;	/* for mount(8) or systemd, which saw it already */
+	default:
+		fprintf(stderr, "fusefs: unknown mount option '%.*s' (neither a fusefs option nor a kernel mount option such as ro, nosuid, nodev, noexec, noatime)\n",
+			(int)klen, tok);
+		return -EINVAL;
+	}
 }
 
 int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
@@ -407,41 +435,16 @@ int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
 
 	if (!copy)
 		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok;
+	for (tok = strtok_r(copy, ",", &save); tok && !rc;
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		size_t klen = eq ? (size_t)(eq - tok) : strlen(tok);
 		const struct opt *o = opt_find(tok, klen);
 
-		if (o) {
+		if (o)
 			rc = opt_apply(cf, o, eq ? eq + 1 : NULL);
-		} else if (kernel_opt(tok, klen) && !eq) {
-			if (!passthru || strlen(passthru) + strlen(tok) + 2 > len) {
-				fprintf(stderr, "fusefs: too many mount options at '%s'\n",
-					tok);
-				rc = -EINVAL;
-			} else {
-				if (*passthru)
-					strcat(passthru, ",");
-				strcat(passthru, tok);
-			}
-		} else if (unsupported_opt(tok, klen)) {
-			fprintf(stderr, "fusefs: mount option '%.*s' cannot be passed to a FUSE mount (libfuse 3.14); the supported ones are ro, rw, nosuid, suid, nodev, dev, noexec, exec, noatime, atime (relatime), sync, async, dirsync, default_permissions, allow_other, auto_unmount\n",
-				(int)klen, tok);
-			rc = -EINVAL;
-		} else if (mtab_opt(tok, klen)) {
-			/* for mount(8) or systemd, which saw it already */
-		} else if (kernel_opt(tok, klen)) {
-			fprintf(stderr, "fusefs: mount option '%.*s' takes no value\n",
-				(int)klen, tok);
-			rc = -EINVAL;
-		} else {
-			fprintf(stderr, "fusefs: unknown mount option '%.*s' (neither a fusefs option nor a kernel mount option such as ro, nosuid, nodev, noexec, noatime)\n",
-				(int)klen, tok);
-			rc = -EINVAL;
-		}
-		if (rc)
-			break;
+		else
+			rc = mount_word_apply(tok, klen, eq != NULL, passthru, len);
 	}
 	free(copy);
 	return rc;
