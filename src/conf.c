@@ -30,7 +30,7 @@ static const struct opt opts[] = {
 	{ "cache-dir", OPT_STR, O(cache_dir), 0, 0,
 	  "DIR      local cache directory (required)" },
 	{ "cache-size", OPT_SPECIAL, 0, 0, 0,
-	  "SIZE|N% hard bound on cached bytes, or N% of the cache file system; more than it has free is refused (default 10G, lowered to fit)" },
+	  "SIZE    hard bound on cached bytes, or N% of the cache file system; refused if it cannot fit, the default lowered (default 10G)" },
 	{ "chunk-size", OPT_SPECIAL, 0, 0, 0,
 	  "SIZE    cache chunk, power of two 1M..16M (default 4M)" },
 	{ "ceph-conf", OPT_STR, O(ceph_conf), 0, 0,
