@@ -204,7 +204,8 @@ int mountsafe_cache_size(struct fusefs_conf *cf)
 	} else {
 		snprintf(want, sizeof(want), "%s", human(cf->cache_size, a, sizeof(a)));
 	}
-	held = dir_bytes(cf->cache_dir);
+	/* walking a big cache costs ~1 s per 100k files: only when needed */
+	held = cf->cache_size > avail ? dir_bytes(cf->cache_dir) : 0;
 	room = avail + held;
 	if (cf->cache_size > room) {
 		human(avail, b, sizeof(b));
