@@ -29,7 +29,7 @@
  * for privileged callers (ENOSPC), never over another user's list
  * (EACCES at open, EPERM at publish); at most --user-buffers control
  * files open (EMFILE) buffering memory-limit/16 bytes in all (EDQUOT).
- * pin, unpin, evict, warm and heat are theirs alone (EACCES).  A pin of
+ * pin, unpin, evict, warm, refresh and heat are theirs alone (EACCES).  A pin of
  * the whole tree, or one that would leave more than --pin-max percent
  * of the cache pinned, is refused (EINVAL, "refused: ..." in the report,
  * a log line), whoever asks.  Control-file text is charged to the
@@ -69,6 +69,7 @@ enum ctl_kind {
 	CTL_UNPIN,
 	CTL_EVICT,
 	CTL_WARM,
+	CTL_REFRESH,		/* any write: re-list now (nsmgr_refresh) */
 	CTL_LIST,		/* .fusefs/lists/NAME */
 };
 
@@ -115,8 +116,8 @@ bool ctl_readdir(struct ctl *c, uint64_t dir, size_t i, const char **name,
 bool ctl_is_writable(struct ctl *c, uint64_t ino);
 /*
  * ctl_access() - may @w open @ino for reading or (@write) writing.
- * Return: 0 or -EACCES (heat, pin, unpin, evict, warm: privileged only;
- * a list: its owner for writing).
+ * Return: 0 or -EACCES (heat, pin, unpin, evict, warm, refresh:
+ * privileged callers only; a list: its owner for writing).
  */
 int ctl_access(struct ctl *c, uint64_t ino, const struct ctl_who *w,
 	       bool write);

@@ -105,7 +105,7 @@ def test_others_read_stats_but_change_nothing_shared(shared):
     assert as_user(NOBODY, "read", ctl(m, "heat")) == errno.EACCES
     assert as_owner("read", ctl(m, "heat")) == 0
     # pin, unpin, evict, warm: the owner only
-    for name in ("pin", "unpin", "evict", "warm"):
+    for name in ("pin", "unpin", "evict", "warm", "refresh"):
         assert stat.S_IMODE(os.stat(ctl(m, name)).st_mode) == 0o200, name
         assert as_user(NOBODY, "write", ctl(m, name), "s0\n") == errno.EACCES, name
     assert "s0" in as_owner_text(m, "heat")
