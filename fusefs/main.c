@@ -455,7 +455,8 @@ static int cmd_mount(int argc, char **argv)
 	if (prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;
 	ctl = ctl_create(&(struct ctl_deps){ .st = &st, .cache = cache,
-		.nm = nm, .lists = lists, .pf = pf });
+		.nm = nm, .lists = lists, .pf = pf, .cf = &cf,
+		.mem = fetch_budget(fetch) });
 	if (!ctl)
 		goto out;
 	if (cf.rewarm)

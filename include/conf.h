@@ -66,6 +66,13 @@ struct fusefs_conf {
 	char *metrics_addr;	/* IP:PORT of GET /metrics; NULL = off */
 	char *manifest;		/* namespace from this manifest; NULL = list */
 	char *snap;		/* RADOS pool snapshot to read; NULL = live */
+	/* ---- memory bound and control-file access (docs/control-access.md) */
+	uint64_t memory_limit;	/* bytes of chunk and control buffers */
+	char *control_group;	/* may change shared state; NULL = none */
+	gid_t control_gid;	/* resolved control_group; (gid_t)-1 none */
+	unsigned user_lists;	/* list names per user outside the group */
+	unsigned user_buffers;	/* open control files per such user */
+	unsigned pin_max_pct;	/* a pin request may cover this % of cache */
 };
 
 /* conf_init() - fill @cf with defaults (strings NULL). */

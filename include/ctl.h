@@ -22,6 +22,19 @@
  *   .fusefs/warm           write: paths or a heat TSV: fetched hottest
  *                          first (published as the list "warm")
  *
+ * Who may do what (docs/control-access.md): a privileged caller (root,
+ * the daemon's user, a member of --control-group) may do everything.
+ * Anyone else may read stats and lists and publish lists of their own:
+ * at most --user-lists names (EDQUOT), not the last names and lists kept
+ * for privileged callers (ENOSPC), never over another user's list
+ * (EACCES at open, EPERM at publish); at most --user-buffers control
+ * files open (EMFILE) buffering memory-limit/16 bytes in all (EDQUOT).
+ * pin, unpin, evict, warm, refresh and heat are theirs alone (EACCES).  A pin of
+ * the whole tree, or one that would leave more than --pin-max percent
+ * of the cache pinned, is refused (EINVAL, "refused: ..." in the report,
+ * a log line), whoever asks.  Control-file text is charged to the
+ * memory budget (MB_CTL, membudget.h): ENOBUFS when it is used up.
+ *
  * .fusefs is not listed by readdir of the root, so dataset walks do not
  * see it; an object called ".fusefs" at the top is shadowed by it.
  * Inodes 2..0xffff are reserved for these files (ns.h).  This module has
@@ -34,8 +47,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include "cache.h"
+#include "conf.h"
 #include "lists.h"
+#include "membudget.h"
 #include "nsmgr.h"
 #include "prefetch.h"
 #include "stats.h"
@@ -62,7 +79,18 @@ struct ctl_deps {
 	struct nsmgr *nm;
 	struct lists *lists;
 	struct prefetcher *pf;
+	const struct fusefs_conf *cf;	/* quotas; NULL: the defaults */
+	struct membudget *mem;		/* control text; NULL: not charged */
 };
+
+/* who asks (fs_ctl.c takes it from the FUSE request) */
+struct ctl_who {
+	uid_t uid;
+	bool privileged;	/* root, the daemon's user, --control-group */
+};
+
+/* the daemon itself (re-warming, the unit tests): privileged */
+extern const struct ctl_who CTL_OWNER;
 
 struct ctl;
 
@@ -86,6 +114,40 @@ bool ctl_readdir(struct ctl *c, uint64_t dir, size_t i, const char **name,
 		 uint64_t *ino);
 /* ctl_is_writable() - may @ino be opened for writing */
 bool ctl_is_writable(struct ctl *c, uint64_t ino);
+/*
+ * ctl_access() - may @w open @ino for reading or (@write) writing.
+ * Return: 0 or -EACCES (heat, pin, unpin, evict, warm, refresh:
+ * privileged callers only; a list: its owner for writing).
+ */
+int ctl_access(struct ctl *c, uint64_t ino, const struct ctl_who *w,
+	       bool write);
+/* ctl_owner() - who owns control inode @ino: a list's creator, else the
+ * daemon's user */
+uid_t ctl_owner(struct ctl *c, uint64_t ino);
+/*
+ * ctl_create_list() - list @name under @parent for @w (O_CREAT): its
+ * inode, made and owned by @w if new.  Return: 0, -EROFS (@parent is not
+ * lists/), -EINVAL (a bad name), -EDQUOT, -ENOSPC, -EACCES (another
+ * user's list), -ENOMEM.
+ */
+int ctl_create_list(struct ctl *c, uint64_t parent, const char *name,
+		    const struct ctl_who *w, uint64_t *ino);
+/*
+ * Control-file buffers: ctl_buffer_open() when a control file is opened
+ * (0, or -EMFILE: @w holds --user-buffers open), ctl_buffer_grow() before
+ * its buffer grows by @bytes (0, -EDQUOT past @w's share, -ENOBUFS past
+ * the budget's; with @text, the text made for a read, charged even past
+ * the budget so that reading stats never fails for memory),
+ * ctl_buffer_close() at release with every byte grown.
+ * ctl_buffer_shrink() takes back a grow whose allocation failed.
+ */
+int ctl_buffer_open(struct ctl *c, const struct ctl_who *w);
+int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,
+		    bool text);
+void ctl_buffer_shrink(struct ctl *c, const struct ctl_who *w,
+		       uint64_t bytes);
+void ctl_buffer_close(struct ctl *c, const struct ctl_who *w,
+		      uint64_t bytes);
 /* ctl_read() - the text of readable @ino, malloc'ed; NULL + errno */
 char *ctl_read(struct ctl *c, uint64_t ino, size_t *len);
 /*
@@ -94,6 +156,10 @@ char *ctl_read(struct ctl *c, uint64_t ino, size_t *len);
  */
 int ctl_commit(struct ctl *c, uint64_t ino, const char *buf, size_t len,
 	       char **report);
+/* ctl_commit_as() - the same on behalf of @w: -EACCES, -EPERM, -EDQUOT,
+ * -ENOSPC as described at the top */
+int ctl_commit_as(struct ctl *c, uint64_t ino, const struct ctl_who *w,
+		  const char *buf, size_t len, char **report);
 /*
  * ctl_commit_list() - publish list @name from @buf (see ctl_commit and
  * lists_publish() for the return codes); *@report starts with

@@ -17,6 +17,16 @@
  * Failed backend reads are retried `retries` times with exponential
  * backoff (100 ms, 200 ms, ... capped at 2 s), then answered with EIO.
  * A changed object (-ESTALE) is never retried and never mixed in.
+ *
+ * Memory (membudget.h): every chunk buffer is charged before it is made.
+ * Read-ahead and prefetch that do not fit are skipped; a demand read
+ * that does not fit (after chunks kept in memory that nobody holds are
+ * dropped) is queued without a buffer, its readers parked on it as on
+ * any read in flight, and sent by a completion thread when bytes come
+ * back: never an error, never a blocked FUSE worker.  If nothing in
+ * flight would give bytes back, the first queued read goes one chunk
+ * past the limit (so waiting always ends); verifying a chunk from an
+ * earlier run may do the same, one at a time.
  */
 #ifndef FUSEFS_FETCH_H
 #define FUSEFS_FETCH_H
@@ -60,6 +70,13 @@ void fetch_drain(struct fetcher *f);
 /* fetch_destroy() - waits for backend reads in flight, then frees. */
 void fetch_destroy(struct fetcher *f);
 
+/*
+ * fetch_budget() - the memory budget (--memory-limit, membudget.h) the
+ * fetcher charges its chunk buffers to; others (control files) share it.
+ * It lives as long as the fetcher.
+ */
+struct membudget *fetch_budget(struct fetcher *f);
+
 /* fetch_on_stale() - @fn(arg, fid) is told when an object changed. */
 void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),
 		    void *arg);
@@ -86,7 +103,8 @@ void fetch_close(struct fetcher *f, struct centry *ce);
  * low priority: only while fewer than half of max_inflight prefetches
  * and fewer than max_inflight reads in all are in flight, so demand
  * misses always find room.  Return: 1 started, 0 nothing to do (present,
- * in flight, past the end), -EBUSY no room now, -ENOMEM.
+ * in flight, past the end), -EBUSY no room now (reads in flight, or the
+ * memory budget), -ENOMEM.
  */
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n);
 /* fetch_prefetching() - prefetch reads in flight */

@@ -10,6 +10,7 @@
 #ifndef FUSEFS_MEMCHUNK_H
 #define FUSEFS_MEMCHUNK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "chunkbuf.h"
@@ -37,6 +38,12 @@ struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,
  * key or the least recently used */
 void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
 		   uint32_t n, struct chunkbuf *cb);
+/*
+ * memchunks_reclaim() - forget the least recently used chunk that nobody
+ * else holds (its reference is the set's only one), so that its memory
+ * goes back (to the budget, membudget.h).  Return: false if none.
+ */
+bool memchunks_reclaim(struct memchunks *m);
 /* memchunks_drop() - forget every chunk of @fid at @gen */
 void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen);
 

@@ -48,10 +48,20 @@
 	X(backend_read_us_sum)						\
 	X(backend_read_us_count)
 
+struct membudget;
+
 struct stats {
 #define X(name) _Atomic uint64_t name;
 	STATS_FIELDS(X)
 #undef X
+	/*
+	 * ---- memory gauges (not counters), printed after them ----
+	 * mem_rss_bytes, mem_peak_rss_bytes (/proc/self/statm and VmHWM),
+	 * mem_budget_{limit,used,peak,demand,ahead,ctl}_bytes,
+	 * mem_budget_refused and mem_budget_overdraft (counters).
+	 * @mem is set by fetch_create() and cleared by fetch_destroy().
+	 */
+	struct membudget *mem;
 };
 
 #define stat_add(st, field, n) \
@@ -60,7 +70,10 @@ struct stats {
 
 /* stats_note_latency() - one backend read attempt took @us */
 void stats_note_latency(struct stats *st, uint64_t us);
-/* stats_print() - every counter as "name value" lines */
+/* stats_print() - every counter as "name value" lines, then the memory
+ * gauges (stats_print_memory()) */
 void stats_print(const struct stats *st, FILE *f);
+/* stats_print_memory() - the mem_* lines (struct stats' last block) */
+void stats_print_memory(const struct stats *st, FILE *f);
 
 #endif

@@ -2,6 +2,7 @@
 /* conf.c - option table shared by --long options and -o key=value */
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -107,6 +108,16 @@ static const struct opt opts[] = {
 	  "FILE         INI file with a [mount] section; the command line overrides it" },
 	{ "metrics", OPT_STR, O(metrics_addr), 0, 0,
 	  "IP:PORT     Prometheus metrics at http://IP:PORT/metrics (default off)" },
+	{ "memory-limit", OPT_SIZE, O(memory_limit), 0, 0,
+	  "SIZE   chunk and control buffers in memory (default 256M)" },
+	{ "control-group", OPT_SPECIAL, 0, 0, 0,
+	  "GROUP may pin, evict, warm and replace others' lists (docs/control-access.md)" },
+	{ "user-lists", OPT_UINT, O(user_lists), 1, 4096,
+	  "N        list names each other user may create (default 8)" },
+	{ "user-buffers", OPT_UINT, O(user_buffers), 1, 1024,
+	  "N      control files each other user may hold open (default 16)" },
+	{ "pin-max", OPT_UINT, O(pin_max_pct), 1, 100,
+	  "PERCENT     largest share of the cache pinned files may take (default 50)" },
 };
 
 void conf_init(struct fusefs_conf *cf)
@@ -131,6 +142,11 @@ void conf_init(struct fusefs_conf *cf)
 	cf->heat_half_life_s = 7 * 86400;
 	cf->list_idle_s = 300;
 	cf->log_level = LOG_INFO;
+	cf->memory_limit = 256ULL << 20;
+	cf->control_gid = (gid_t)-1;
+	cf->user_lists = 8;
+	cf->user_buffers = 16;
+	cf->pin_max_pct = 50;
 }
 
 void conf_release(struct fusefs_conf *cf)
@@ -143,6 +159,7 @@ void conf_release(struct fusefs_conf *cf)
 	free(cf->source);
 	free(cf->mountpoint);
 	free(cf->kernel_opts);
+	free(cf->control_group);
 }
 
 int parse_size(const char *s, uint64_t *out)
@@ -253,6 +270,27 @@ static int set_cache_size(struct fusefs_conf *cf, const struct opt *o,
 	return 0;
 }
 
+/* --control-group: a group name or a numeric gid, resolved now */
+static int set_control_group(struct fusefs_conf *cf, const char *key,
+			     const char *val)
+{
+	struct group *g = getgrnam(val);
+	unsigned long v;
+	char *dup;
+
+	if (g)
+		v = g->gr_gid;
+	else if (parse_uint(val, 10, &v) || v >= UINT32_MAX)
+		return bad(key, val, "a group name or a numeric gid");
+	dup = strdup(val);
+	if (!dup)
+		return -ENOMEM;
+	free(cf->control_group);
+	cf->control_group = dup;
+	cf->control_gid = v;
+	return 0;
+}
+
 static int set_special(struct fusefs_conf *cf, const struct opt *o,
 		       const char *val)
 {
@@ -293,6 +331,8 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 			cf->passthrough = false;
 		else
 			return bad(o->name, val, "auto or off");
+	} else if (!strcmp(o->name, "control-group")) {
+		return set_control_group(cf, o->name, val);
 	} else if (!strcmp(o->name, "log-level")) {
 		int l = log_parse_level(val);
 
@@ -472,6 +512,12 @@ int conf_check(const struct fusefs_conf *cf)
 	}
 	if (cf->snap && strncmp(cf->source, "rados://", 8)) {
 		fprintf(stderr, "fusefs: --snap applies to rados:// sources only\n");
+		return -EINVAL;
+	}
+	if (cf->memory_limit < 4ULL * cf->chunk_size) {
+		fprintf(stderr,
+			"fusefs: --memory-limit must hold at least 4 chunks (%u bytes)\n",
+			4 * cf->chunk_size);
 		return -EINVAL;
 	}
 	return 0;

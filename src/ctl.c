@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "chunkbuf.h"
 #include "ctl.h"
 #include "log.h"
 #include "strsafe.h"
@@ -23,6 +25,10 @@
 #define INO_REFRESH	10
 #define INO_LIST0	0x1000
 #define MAX_NAMES	4096
+/* names and lists only privileged users may take (docs/control-access.md) */
+#define NAMES_RESERVED	64
+#define LISTS_RESERVED	8
+#define MAX_USERS	256	/* other users holding control files open */
 
 _Static_assert(INO_LIST0 + MAX_NAMES <= NS_FIRST_INO,
 	       "list inodes must stay below the dataset's");
@@ -38,12 +44,30 @@ static const struct {
 	{ "warm", INO_WARM, CTL_WARM }, { "refresh", INO_REFRESH, CTL_REFRESH },
 };
 
+struct list_name {
+	char *name;
+	uid_t owner;			/* who created it */
+	bool published;			/* a publish was accepted */
+};
+
+/* an unprivileged user's open control files and the bytes they buffer */
+struct ctl_user {
+	uid_t uid;
+	unsigned bufs;
+	uint64_t bytes;
+};
+
 struct ctl {
 	struct ctl_deps d;
-	pthread_mutex_t lock;		/* guards names */
-	char *names[MAX_NAMES];		/* list names ever seen: ino - INO_LIST0 */
-	unsigned nnames;
+	unsigned user_lists, user_buffers, pin_max_pct;
+	uint64_t user_bytes;
+	pthread_mutex_t lock;		/* guards names and users */
+	struct list_name names[MAX_NAMES]; /* ever seen: ino - INO_LIST0 */
+	unsigned nnames, npublished;
+	struct ctl_user users[MAX_USERS];
 };
+
+const struct ctl_who CTL_OWNER = { .uid = 0, .privileged = true };
 
 struct ctl *ctl_create(const struct ctl_deps *d)
 {
@@ -52,6 +76,10 @@ struct ctl *ctl_create(const struct ctl_deps *d)
 	if (!c)
 		return NULL;
 	c->d = *d;
+	c->user_lists = d->cf ? d->cf->user_lists : 8;
+	c->user_buffers = d->cf ? d->cf->user_buffers : 16;
+	c->pin_max_pct = d->cf ? d->cf->pin_max_pct : 50;
+	c->user_bytes = (d->cf ? d->cf->memory_limit : 256ULL << 20) / 16;
 	pthread_mutex_init(&c->lock, NULL);
 	return c;
 }
@@ -63,7 +91,7 @@ void ctl_destroy(struct ctl *c)
 	if (!c)
 		return;
 	for (i = 0; i < c->nnames; i++)
-		free(c->names[i]);
+		free(c->names[i].name);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -95,16 +123,34 @@ static bool list_name(struct ctl *c, uint64_t ino, char *out, size_t len)
 
 	pthread_mutex_lock(&c->lock);
 	if (ino >= INO_LIST0 && ino < INO_LIST0 + c->nnames) {
-		snprintf(out, len, "%s", c->names[ino - INO_LIST0]);
+		snprintf(out, len, "%s", c->names[ino - INO_LIST0].name);
 		ok = true;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return ok;
 }
 
-/* the inode of list @name (created with @create): 0 or -ENOENT */
+/* may @w create another list name: 0, -EDQUOT or -ENOSPC; under lock */
+static int name_quota_locked(struct ctl *c, const struct ctl_who *w)
+{
+	unsigned i, mine = 0;
+
+	if (w->privileged)
+		return c->nnames < MAX_NAMES ? 0 : -ENOSPC;
+	if (c->nnames >= MAX_NAMES - NAMES_RESERVED)
+		return -ENOSPC;
+	for (i = 0; i < c->nnames; i++)
+		mine += c->names[i].owner == w->uid;
+	return mine < c->user_lists ? 0 : -EDQUOT;
+}
+
+/*
+ * The inode of list @name; with @create (on behalf of @w, who owns it
+ * then) a new name gets one.  Return: 0, -ENOENT, -EDQUOT (@w has
+ * user_lists names), -ENOSPC (no name left for @w), -ENOMEM.
+ */
 static int name_ino(struct ctl *c, const char *name, bool create,
-		    uint64_t *ino)
+		    const struct ctl_who *w, uint64_t *ino)
 {
 	int rc = -ENOENT;
 	unsigned i;
@@ -113,15 +159,22 @@ static int name_ino(struct ctl *c, const char *name, bool create,
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < c->nnames && rc; i++)
-		if (!strcmp(c->names[i], name)) {
+		if (!strcmp(c->names[i].name, name)) {
 			*ino = INO_LIST0 + i;
 			rc = 0;
 		}
-	if (rc && create && c->nnames < MAX_NAMES) {
-		c->names[c->nnames] = strdup(name);
-		if (c->names[c->nnames]) {
-			*ino = INO_LIST0 + c->nnames++;
-			rc = 0;
+	if (rc && create) {
+		rc = name_quota_locked(c, w);
+		if (!rc) {
+			struct list_name *n = &c->names[c->nnames];
+
+			n->name = strdup(name);
+			n->owner = w->uid;
+			n->published = false;
+			if (n->name)
+				*ino = INO_LIST0 + c->nnames++;
+			else
+				rc = -ENOMEM;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -148,7 +201,7 @@ int ctl_lookup(struct ctl *c, uint64_t parent, const char *name, bool create,
 		return -ENOENT;
 	}
 	if (parent == INO_LISTS)
-		return name_ino(c, name, create, ino);
+		return name_ino(c, name, create, &CTL_OWNER, ino);
 	return ctl_kind(c, parent) == CTL_NONE ? 0 : -ENOENT;
 }
 
@@ -168,7 +221,7 @@ bool ctl_readdir(struct ctl *c, uint64_t dir, size_t i, const char **name,
 		pthread_mutex_lock(&c->lock);
 		ok = i < c->nnames;
 		if (ok) {
-			*name = c->names[i];	/* names are never freed */
+			*name = c->names[i].name; /* never freed */
 			*ino = INO_LIST0 + i;
 		}
 		pthread_mutex_unlock(&c->lock);
@@ -220,21 +273,6 @@ static int resolve(void *arg, const char *path, size_t len, uint64_t *fid,
 	return rc;
 }
 
-/* apply @fn to every file at or below @n */
-static void each_file(const struct ns_node *n, struct ctl *c,
-		      int (*fn)(struct ctl *c, uint64_t fid), unsigned *count)
-{
-	uint32_t i;
-
-	if (!n->is_dir) {
-		if (!fn(c, n->ino))
-			(*count)++;
-		return;
-	}
-	for (i = 0; i < n->nkids; i++)
-		each_file(n->kids[i], c, fn, count);
-}
-
 static int do_pin(struct ctl *c, uint64_t fid)
 {
 	return cache_pin(c->d.cache, fid, true);
@@ -250,13 +288,131 @@ static int do_evict(struct ctl *c, uint64_t fid)
 	return cache_evict_file(c->d.cache, fid);
 }
 
-/* one path per line; each file or directory handed to @fn */
+/* file ids, growing */
+struct fidvec {
+	uint64_t *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void fidvec_add(struct fidvec *fv, uint64_t fid)
+{
+	if (fv->n == fv->cap) {
+		size_t cap = fv->cap ? fv->cap * 2 : 256;
+		uint64_t *v = realloc(fv->v, cap * sizeof(*v));
+
+		if (!v) {
+			fv->nomem = true;
+			return;
+		}
+		fv->v = v;
+		fv->cap = cap;
+	}
+	fv->v[fv->n++] = fid;
+}
+
+static int fid_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* sort and drop repeats */
+static void fidvec_unique(struct fidvec *fv)
+{
+	size_t i, o = 0;
+
+	if (!fv->n)
+		return;
+	qsort(fv->v, fv->n, sizeof(*fv->v), fid_cmp);
+	for (i = 1; i < fv->n; i++)
+		if (fv->v[i] != fv->v[o])
+			fv->v[++o] = fv->v[i];
+	fv->n = o + 1;
+}
+
+/* every file at or below @n */
+static void each_file(const struct ns_node *n, struct fidvec *fv)
+{
+	uint32_t i;
+
+	if (!n->is_dir) {
+		fidvec_add(fv, n->ino);
+		return;
+	}
+	for (i = 0; i < n->nkids; i++)
+		each_file(n->kids[i], fv);
+}
+
+static int pinned_collect(void *arg, const struct heat_row *r)
+{
+	if (r->pinned)
+		fidvec_add(arg, r->fid);
+	return 0;
+}
+
+/* bytes of the files pinned now and those of @want (sorted, unique) */
+static uint64_t pin_bytes(struct ctl *c, const struct fidvec *want)
+{
+	struct fidvec all = { 0 };
+	uint64_t bytes = 0;
+	struct ns *ns;
+	size_t i;
+
+	cache_heat_each(c->d.cache, pinned_collect, &all);
+	for (i = 0; i < want->n; i++)
+		fidvec_add(&all, want->v[i]);
+	fidvec_unique(&all);
+	ns = nsmgr_rdlock(c->d.nm);
+	for (i = 0; i < all.n; i++) {
+		const struct ns_node *n = ns_get(ns, all.v[i]);
+		struct ns_attr a;
+
+		if (n && !n->is_dir) {
+			ns_attr_get(ns, n, &a);
+			bytes += a.size;
+		}
+	}
+	nsmgr_unlock(c->d.nm);
+	free(all.v);
+	return all.nomem ? UINT64_MAX : bytes;
+}
+
+/*
+ * Why pinning @fv must be refused (NULL: it may go): the whole tree, or
+ * more than pin_max_pct of the cache pinned afterwards.  The pins persist
+ * across restarts, so a cache full of pins would admit nothing, ever.
+ */
+static const char *pin_refusal(struct ctl *c, const struct fidvec *fv,
+			       bool root)
+{
+	uint64_t used, limit, files, bytes;
+
+	if (root)
+		return "the whole tree";
+	cache_usage(c->d.cache, &used, &limit, &files);
+	bytes = pin_bytes(c, fv);
+	if (bytes > (unsigned __int128)limit * c->pin_max_pct / 100)
+		return "more than --pin-max of the cache";
+	return NULL;
+}
+
+/*
+ * One path per line (an empty line or "/" is the root), each file or
+ * directory handed to @fn.  Pins are checked whole first (pin_refusal()):
+ * a refused request pins nothing (-EINVAL, a log line).
+ */
 static int each_path(struct ctl *c, const char *buf, size_t len,
 		     int (*fn)(struct ctl *c, uint64_t fid), char **report)
 {
 	unsigned done = 0, unknown = 0;
-	size_t at = 0;
+	struct fidvec fv = { 0 };
+	const char *why = NULL;
+	bool root = false;
+	size_t at = 0, i;
 	FILE *f;
+	int rc = 0;
 
 	while (at < len) {
 		const char *line = buf + at, *nl = memchr(line, '\n', len - at);
@@ -275,18 +431,39 @@ static int each_path(struct ctl *c, const char *buf, size_t len,
 			ll--;
 		ns = nsmgr_rdlock(c->d.nm);
 		n = ns_resolve(ns, line, ll);
-		if (n && (ll || n->is_dir))
-			each_file(n, c, fn, &done);
-		else if (ll)
+		if (n && (ll || n->is_dir)) {
+			root |= !ll;
+			each_file(n, &fv);
+		} else if (ll) {
 			unknown++;
+		}
 		nsmgr_unlock(c->d.nm);
 	}
+	fidvec_unique(&fv);
+	if (fv.nomem) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (fn == do_pin)
+		why = pin_refusal(c, &fv, root);
+	if (why) {
+		log_warn("control: pin of %zu files refused: %s", fv.n, why);
+		rc = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < fv.n; i++)
+		done += !fn(c, fv.v[i]);
+	rc = done || !unknown ? 0 : -ENOENT;
+out:
 	f = open_memstream(report, &at);
 	if (f) {
+		if (why)
+			fprintf(f, "refused: %s\n", why);
 		fprintf(f, "files %u\nunknown %u\n", done, unknown);
 		fclose(f);
 	}
-	return done || !unknown ? 0 : -ENOENT;
+	free(fv.v);
+	return rc;
 }
 
 /* ---- heat ---- */
@@ -462,22 +639,72 @@ static const char *commit_verdict(int rc, const struct list_report *rep)
 		return "NOT published: later epochs already queued";
 	case -ENOSPC:
 		return "NOT published: too many lists";
+	case -EPERM:
+		return "NOT published: the list belongs to another user";
+	case -EDQUOT:
+		return "NOT published: you have --user-lists lists already";
 	default:
 		return "NOT published";
 	}
 }
 
-int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
-		    size_t len, char **report)
+/*
+ * May @w publish list @name (its name made, owned by @w, if new): 0,
+ * -EPERM (another user's list), -ENOSPC (the last lists are kept for
+ * privileged users), or name_ino()'s -EDQUOT, -ENOSPC, -ENOMEM.
+ */
+static int publish_check(struct ctl *c, const char *name,
+			 const struct ctl_who *w)
+{
+	const struct list_name *n;
+	uint64_t ino;
+	int rc = name_ino(c, name, true, w, &ino);
+
+	if (rc || w->privileged)
+		return rc == -ENOENT ? -EINVAL : rc;
+	pthread_mutex_lock(&c->lock);
+	n = &c->names[ino - INO_LIST0];
+	if (n->owner != w->uid)
+		rc = -EPERM;
+	else if (!n->published && c->npublished >= LISTS_MAX - LISTS_RESERVED)
+		rc = -ENOSPC;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static void mark_published(struct ctl *c, const char *name)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->nnames; i++)
+		if (!strcmp(c->names[i].name, name) && !c->names[i].published) {
+			c->names[i].published = true;
+			c->npublished++;
+		}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int commit_list(struct ctl *c, const char *name,
+		       const struct ctl_who *w, const char *buf, size_t len,
+		       char **report)
 {
 	struct list_report rep;
-	uint64_t ino;
 	size_t rlen;
 	FILE *f;
 	int rc;
 
-	name_ino(c, name, true, &ino);	/* listed under lists/ from now on */
-	rc = lists_publish(c->d.lists, name, buf, len, resolve, c, &rep);
+	memset(&rep, 0, sizeof(rep));
+	rep.epoch = rep.current = LIST_NO_EPOCH;
+	rc = publish_check(c, name, w);
+	if (rc)
+		log_warn("list '%s': publish by uid %u refused: %s", name,
+			 (unsigned)w->uid, strerror(-rc));
+	else
+		rc = lists_publish(c->d.lists, name, buf, len, resolve, c,
+				   &rep);
+	if (!rc)
+		mark_published(c, name);
 	f = open_memstream(report, &rlen);
 	if (f) {
 		fprintf(f, "list %s: %s\n", name, commit_verdict(rc, &rep));
@@ -496,6 +723,9 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 			 list_outcome_name(rep.outcome), rep.accepted,
 			 rep.lines);
 		prefetch_published(c->d.pf, rep.max_size);
+	} else if (rc == -EPERM || rc == -EDQUOT ||
+		   (rc == -ENOSPC && rep.outcome == LO_NONE && !rep.lines)) {
+		/* refused before parsing: logged above */
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
 			 str_log(name), rep.epoch, list_outcome_name(rep.outcome),
@@ -507,12 +737,28 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 	return rc;
 }
 
+int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
+		    size_t len, char **report)
+{
+	return commit_list(c, name, &CTL_OWNER, buf, len, report);
+}
+
 int ctl_commit(struct ctl *c, uint64_t ino, const char *buf, size_t len,
 	       char **report)
 {
+	return ctl_commit_as(c, ino, &CTL_OWNER, buf, len, report);
+}
+
+int ctl_commit_as(struct ctl *c, uint64_t ino, const struct ctl_who *w,
+		  const char *buf, size_t len, char **report)
+{
 	char name[LIST_NAME_MAX];
+	int rc;
 
 	*report = NULL;
+	rc = ctl_access(c, ino, w, true);
+	if (rc)
+		return rc;
 	switch (ctl_kind(c, ino)) {
 	case CTL_PIN:
 		return each_path(c, buf, len, do_pin, report);
@@ -529,10 +775,164 @@ int ctl_commit(struct ctl *c, uint64_t ino, const char *buf, size_t len,
 	case CTL_LIST:
 		if (!list_name(c, ino, name, sizeof(name)))
 			return -ENOENT;
-		return ctl_commit_list(c, name, buf, len, report);
+		return commit_list(c, name, w, buf, len, report);
 	default:
 		return -EBADF;
 	}
+}
+
+/* ---- who may do what (docs/control-access.md) ---- */
+
+int ctl_access(struct ctl *c, uint64_t ino, const struct ctl_who *w,
+	       bool write)
+{
+	uid_t owner;
+
+	if (w->privileged)
+		return 0;
+	switch (ctl_kind(c, ino)) {
+	case CTL_HEAT:				/* everyone's access pattern */
+	case CTL_PIN:
+	case CTL_UNPIN:
+	case CTL_EVICT:
+	case CTL_WARM:
+	case CTL_REFRESH:			/* a whole listing */
+		return -EACCES;
+	case CTL_LIST:
+		if (!write)
+			return 0;
+		owner = ctl_owner(c, ino);
+		return owner == w->uid ? 0 : -EACCES;
+	default:
+		return 0;
+	}
+}
+
+uid_t ctl_owner(struct ctl *c, uint64_t ino)
+{
+	uid_t uid = geteuid();
+
+	pthread_mutex_lock(&c->lock);
+	if (ino >= INO_LIST0 && ino < INO_LIST0 + c->nnames &&
+	    c->names[ino - INO_LIST0].owner != CTL_OWNER.uid)
+		uid = c->names[ino - INO_LIST0].owner;
+	pthread_mutex_unlock(&c->lock);
+	return uid;
+}
+
+int ctl_create_list(struct ctl *c, uint64_t parent, const char *name,
+		    const struct ctl_who *w, uint64_t *ino)
+{
+	int rc;
+
+	*ino = 0;
+	if (parent != INO_LISTS)
+		return -EROFS;
+	rc = name_ino(c, name, true, w, ino);
+	if (rc == -ENOENT)
+		return -EINVAL;		/* not a list name */
+	if (rc)
+		log_warn("list '%s': uid %u may not create it: %s", name,
+			 (unsigned)w->uid, strerror(-rc));
+	return rc ? rc : ctl_access(c, *ino, w, true);
+}
+
+/* @w's slot in the users table, made if @make; NULL if none */
+static struct ctl_user *user_locked(struct ctl *c, uid_t uid, bool make)
+{
+	struct ctl_user *free_slot = NULL;
+	size_t i;
+
+	for (i = 0; i < MAX_USERS; i++) {
+		struct ctl_user *u = &c->users[i];
+
+		if (u->bufs && u->uid == uid)
+			return u;
+		if (!u->bufs && !free_slot)
+			free_slot = u;
+	}
+	if (make && free_slot) {
+		free_slot->uid = uid;
+		free_slot->bytes = 0;
+	}
+	return make ? free_slot : NULL;
+}
+
+int ctl_buffer_open(struct ctl *c, const struct ctl_who *w)
+{
+	struct ctl_user *u;
+	int rc = 0;
+
+	if (w->privileged)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	u = user_locked(c, w->uid, true);
+	if (!u || u->bufs >= c->user_buffers)
+		rc = -EMFILE;
+	else
+		u->bufs++;
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		log_warn("control: uid %u holds too many control files open (--user-buffers %u)",
+			 (unsigned)w->uid, c->user_buffers);
+	return rc;
+}
+
+int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,
+		    bool text)
+{
+	struct ctl_user *u;
+	int rc = 0;
+
+	if (!w->privileged) {
+		pthread_mutex_lock(&c->lock);
+		u = user_locked(c, w->uid, false);
+		if (!u || u->bytes + bytes > c->user_bytes)
+			rc = -EDQUOT;
+		else
+			u->bytes += bytes;
+		pthread_mutex_unlock(&c->lock);
+		if (rc)
+			return rc;
+	}
+	if (c->d.mem && text)
+		membudget_force(c->d.mem, MB_CTL, bytes);
+	if (!c->d.mem || text || membudget_try(c->d.mem, MB_CTL, bytes))
+		return 0;
+	ctl_buffer_shrink(c, w, bytes);
+	return -ENOBUFS;
+}
+
+void ctl_buffer_shrink(struct ctl *c, const struct ctl_who *w,
+		       uint64_t bytes)
+{
+	struct ctl_user *u;
+
+	if (!w->privileged) {
+		pthread_mutex_lock(&c->lock);
+		u = user_locked(c, w->uid, false);
+		if (u)
+			u->bytes -= MIN(u->bytes, bytes);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+void ctl_buffer_close(struct ctl *c, const struct ctl_who *w,
+		      uint64_t bytes)
+{
+	struct ctl_user *u;
+
+	if (c->d.mem && bytes)
+		membudget_give(c->d.mem, MB_CTL, bytes);
+	if (w->privileged)
+		return;
+	pthread_mutex_lock(&c->lock);
+	u = user_locked(c, w->uid, false);
+	if (u) {
+		u->bytes -= MIN(u->bytes, bytes);
+		u->bufs--;
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 char *ctl_read(struct ctl *c, uint64_t ino, size_t *len)

@@ -13,6 +13,7 @@
 #include "htab.h"
 #include "log.h"
 #include "strsafe.h"
+#include "membudget.h"
 #include "memchunk.h"
 
 #define COMPLETION_THREADS	2
@@ -49,7 +50,7 @@ struct inflight {
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
 	struct waiter *waiters;
-	struct inflight *qnext;		/* completion or retry queue */
+	struct inflight *qnext;		/* completion, retry or memory queue */
 };
 
 /* one parked FUSE read */
@@ -95,6 +96,12 @@ struct fetcher {
 	struct htab tab;		/* chunk_key -> inflight */
 	struct memchunks mem;
 	struct seq_slot seq[SEQ_SLOTS];
+	/* demand reads waiting for the memory budget (no buffer, not sent) */
+	struct inflight *mwhead, *mwtail;
+	unsigned nmemwait;
+
+	struct membudget *mb;		/* --memory-limit; its lock is a leaf */
+	pthread_mutex_t verify_lock;	/* one verification past the budget */
 
 	pthread_mutex_t qlock;		/* guards the queues; a leaf lock */
 	struct inflight *qhead, *qtail;	/* completed reads */
@@ -200,15 +207,57 @@ static struct chunkbuf *mem_chunk_locked(struct fetcher *f,
 	return in && in->ready ? in->cb : NULL;
 }
 
-/* start fetching claimed chunk @id of @ce; submitted by the caller */
-static struct inflight *start_locked(struct fetcher *f, struct centry *ce,
-				     const struct chunk_id *id)
+/*
+ * Charge one chunk buffer to @cls; for demand, chunks kept in memory that
+ * nobody holds go first.  A refused demand charge makes the budget call
+ * memory_freed() at its next give.
+ */
+static bool charge_locked(struct fetcher *f, enum mb_class cls)
+{
+	uint64_t need = chunkbuf_charge(f->cs);
+
+	if (membudget_try(f->mb, cls, need))
+		return true;
+	while (cls == MB_DEMAND && memchunks_reclaim(&f->mem))
+		if (membudget_try(f->mb, cls, need))
+			return true;
+	return false;
+}
+
+/* a chunk buffer charged to @cls, or NULL (no budget: *@nobudget) */
+static struct chunkbuf *chunk_alloc_locked(struct fetcher *f,
+					   enum mb_class cls, bool *nobudget)
+{
+	*nobudget = !charge_locked(f, cls);
+	if (*nobudget)
+		return NULL;
+	return chunkbuf_new_charged(f->cs, f->mb, cls);
+}
+
+/*
+ * Start fetching claimed chunk @id of @ce for @cls; submitted by the
+ * caller if it has a buffer.  A demand read the budget cannot hold now
+ * is queued without one (memwait_run() sends it later), and may be
+ * waited on as any other.  Return: 0 (*@out set), -EBUSY (read-ahead or
+ * prefetch: no budget), -ENOMEM.
+ */
+static int start_locked(struct fetcher *f, struct centry *ce,
+			const struct chunk_id *id, enum mb_class cls,
+			struct inflight **out)
 {
 	struct inflight *in = calloc(1, sizeof(*in));
+	bool nobudget = false;
 
 	if (!in)
-		return NULL;
-	in->cb = chunkbuf_new(f->cs);
+		return -ENOMEM;
+	if (!f->mwhead)			/* first come, first served */
+		in->cb = chunk_alloc_locked(f, cls, &nobudget);
+	else
+		nobudget = true;
+	if (nobudget && cls != MB_DEMAND) {
+		free(in);
+		return -EBUSY;
+	}
 	in->f = f;
 	in->ce = ce;
 	in->id = *id;
@@ -219,16 +268,25 @@ static struct inflight *start_locked(struct fetcher *f, struct centry *ce,
 			id->n, (unsigned long long)id->fid);
 		chunkbuf_put(in->cb);
 		free(in);
-		return NULL;
+		return -ENOMEM;
 	}
-	if (!in->cb || htab_put(&f->tab, in)) {
+	if ((!in->cb && !nobudget) || htab_put(&f->tab, in)) {
 		chunkbuf_put(in->cb);
 		free(in);
-		return NULL;
+		return -ENOMEM;
+	}
+	if (nobudget) {
+		if (f->mwtail)
+			f->mwtail->qnext = in;
+		else
+			f->mwhead = in;
+		f->mwtail = in;
+		f->nmemwait++;
 	}
 	cache_busy_get(f->c, ce);
 	atomic_fetch_add(&f->inflight, 1);
-	return in;
+	*out = in;
+	return 0;
 }
 
 static void backend_done(struct backend_read *rd, ssize_t ret);
@@ -312,10 +370,9 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 			break;
 		if (cache_claim(f->c, ce, n) != CH_ABSENT)
 			continue;
-		in = start_locked(f, ce, &id);
-		if (!in) {
+		if (start_locked(f, ce, &id, MB_AHEAD, &in)) {
 			cache_abandon(f->c, ce, n);
-			break;
+			break;		/* no memory for more: skipped */
 		}
 		stat_inc(f->st, readahead_chunks);
 		start[nstart++] = in;
@@ -415,6 +472,7 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 	struct chunkbuf *cb;
 	uint32_t n;
 	int rc, st = CH_ABSENT;
+	bool forced;
 
 	for (n = n0; n <= n1; n++) {
 		st = cache_chunk_state(f->c, ce, n);
@@ -425,16 +483,25 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 		return st;
 	if (n > n1)
 		return 0;
-	cb = chunkbuf_new(f->cs);
-	if (!cb)
-		return -ENOMEM;
-	rc = cache_verify_chunk(f->c, ce, n, cb);
+	pthread_mutex_lock(&f->lock);
+	forced = !charge_locked(f, MB_DEMAND);
+	pthread_mutex_unlock(&f->lock);
+	if (forced) {
+		/* a reader waits on this thread: verify with one chunk past
+		 * the budget, one verification at a time */
+		pthread_mutex_lock(&f->verify_lock);
+		membudget_force(f->mb, MB_DEMAND, chunkbuf_charge(f->cs));
+	}
+	cb = chunkbuf_new_charged(f->cs, f->mb, MB_DEMAND);
+	rc = cb ? cache_verify_chunk(f->c, ce, n, cb) : -ENOMEM;
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		memchunks_put(&f->mem, ci->fid, ci->gen, n, cb);
 		pthread_mutex_unlock(&f->lock);
 	}
 	chunkbuf_put(cb);
+	if (forced)
+		pthread_mutex_unlock(&f->verify_lock);
 	return rc == 0 || rc == -EBADMSG || rc == -EAGAIN ? 1 : rc;
 }
 
@@ -475,7 +542,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	struct cache_ident ci;
 	uint32_t n0, n1, nn, n, i;
 	int nstart = 0, tries, rc = 0;
-	bool parked;
+	bool parked, memwait = false;
 	size_t len;
 
 	stat_inc(f->st, reads);
@@ -532,13 +599,15 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 		}
 		in = inflight_find_locked(f, &id);
 		if (st == CH_ABSENT) {
-			in = start_locked(f, ce, &id);
-			if (!in) {
+			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
+			if (rc) {
 				cache_abandon(f->c, ce, n);
-				rc = -ENOMEM;
 				break;
 			}
-			start[nstart++] = in;
+			if (in->cb)
+				start[nstart++] = in;
+			else
+				memwait = true;
 		}
 		if (!in) {
 			rc = -EIO;	/* FETCHING without a fetch: a bug */
@@ -559,6 +628,8 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	parked = pr && pr->nwait;	/* pr is not ours once unlocked */
 	pthread_mutex_unlock(&f->lock);
 	submit_all(f, start, nstart);
+	if (memwait)
+		bgthread_wake(f->threads[0]);	/* memwait_run() */
 
 	if (parked)
 		return 0;		/* answered when the chunks arrive */
@@ -709,6 +780,53 @@ static void complete(struct fetcher *f, struct inflight *in)
 	inflight_free(f, in, rc == 0);
 }
 
+/*
+ * Send the demand reads that waited for memory, first come first served,
+ * as the budget allows.  When nothing in flight will give bytes back
+ * (every read outstanding is one of these), the first one goes past the
+ * limit: its waiters may hold the chunks that fill the budget, and only
+ * their answer gives them back.  So the overdraft is one chunk at most.
+ */
+static void memwait_run(struct fetcher *f)
+{
+	struct inflight *go[16];
+	int n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	while (f->mwhead && n < (int)ARRAY_SIZE(go)) {
+		struct inflight *in = f->mwhead;
+
+		if (!charge_locked(f, MB_DEMAND)) {
+			if (atomic_load(&f->inflight) > f->nmemwait)
+				break;	/* a read in flight gives back */
+			membudget_force(f->mb, MB_DEMAND,
+					chunkbuf_charge(f->cs));
+		}
+		f->mwhead = in->qnext;
+		if (!f->mwhead)
+			f->mwtail = NULL;
+		f->nmemwait--;
+		in->qnext = NULL;
+		in->cb = chunkbuf_new_charged(f->cs, f->mb, MB_DEMAND);
+		if (!in->cb) {
+			in->ret = -ENOMEM;	/* answered EIO by complete() */
+			complete_push(f, in);
+			continue;
+		}
+		go[n++] = in;
+	}
+	pthread_mutex_unlock(&f->lock);
+	submit_all(f, go, n);
+}
+
+/* the budget gave bytes back while a demand read waited */
+static void memory_freed(void *arg)
+{
+	struct fetcher *f = arg;
+
+	bgthread_wake(f->threads[0]);
+}
+
 /* one completion thread's tick: resubmit due retries, drain the queue */
 static int64_t completion_tick(void *arg)
 {
@@ -716,6 +834,7 @@ static int64_t completion_tick(void *arg)
 	int64_t now = now_ms(), next_due = INT64_MAX;
 	struct inflight *in, **pp, *due = NULL;
 
+	memwait_run(f);
 	pthread_mutex_lock(&f->qlock);
 	for (pp = &f->retry; (in = *pp);) {
 		if (in->due_ms <= now) {
@@ -767,9 +886,16 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 	f->mode = cf->read_mode;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->qlock, NULL);
+	pthread_mutex_init(&f->verify_lock, NULL);
 	htab_init(&f->tab, inflight_key);
+	rc = membudget_create(&f->mb, cf->memory_limit);
+	if (rc) {
+		free(f);
+		return rc;
+	}
 	rc = memchunks_init(&f->mem, MAX(8U, cf->max_inflight));
 	if (rc) {
+		membudget_destroy(f->mb);
 		free(f);
 		return rc;
 	}
@@ -781,6 +907,8 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 			return rc;
 		}
 	}
+	membudget_on_free(f->mb, memory_freed, f);
+	st->mem = f->mb;		/* reported with the counters */
 	*out = f;
 	return 0;
 }
@@ -806,6 +934,10 @@ void fetch_destroy(struct fetcher *f)
 		bgthread_stop(f->threads[i]);
 	memchunks_release(&f->mem);
 	htab_release(&f->tab);
+	if (f->st->mem == f->mb)
+		f->st->mem = NULL;
+	membudget_destroy(f->mb);
+	pthread_mutex_destroy(&f->verify_lock);
 	free(f);
 }
 
@@ -837,11 +969,12 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 	if (n < ci.nchunks && !mem_chunk_locked(f, &id)) {
 		st = cache_claim(f->c, ce, n);
 		if (st == CH_ABSENT) {
-			in = start_locked(f, ce, &id);
-			if (!in) {
+			int rc = start_locked(f, ce, &id, MB_AHEAD, &in);
+
+			if (rc) {
 				cache_abandon(f->c, ce, n);
 				pthread_mutex_unlock(&f->lock);
-				return -ENOMEM;
+				return rc;	/* -EBUSY: no memory now */
 			}
 			in->prefetch = true;
 			atomic_fetch_add(&f->prefetching, 1);
@@ -865,6 +998,11 @@ void fetch_on_prefetch_done(struct fetcher *f,
 {
 	f->on_prefetch = fn;
 	f->prefetch_arg = arg;
+}
+
+struct membudget *fetch_budget(struct fetcher *f)
+{
+	return f->mb;
 }
 
 void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),

@@ -11,6 +11,12 @@
  * by write, flush and read; every reply is sent after it is dropped, from
  * memory that is not the buffer's (release may free the buffer as soon as
  * the kernel has the last reply).
+ *
+ * Access (ctl.h, docs/control-access.md): the caller's uid and groups
+ * come from the request (fuse_req_ctx(), fuse_req_getgroups()); the
+ * modes shown match what ctl_access() allows, so the kernel's
+ * default_permissions check and ours agree, and ours holds without it.
+ * Every buffer is charged to its opener's quota and the memory budget.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "compiler.h"
 #include "fs_internal.h"
@@ -30,33 +37,73 @@
 #define CTL_BUF_MAX	(64ULL << 20)
 
 struct ctlbuf {			/* fh of an open control file */
+	struct ctl_who who;	/* the opener; immutable */
 	pthread_mutex_t lock;	/* guards all below */
 	bool writing, committed;
 	char *buf;
 	size_t len, cap;
+	uint64_t charged;	/* bytes given to ctl_buffer_grow() */
 };
+
+#define MAX_GROUPS	64
+
+/* is @gid among the supplementary groups of @req's process */
+static bool in_group(fuse_req_t req, gid_t gid)
+{
+	gid_t list[MAX_GROUPS];
+	int i, n = fuse_req_getgroups(req, MAX_GROUPS, list);
+
+	for (i = 0; i < MIN(n, MAX_GROUPS); i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/* who sent @req: root, the daemon's user and --control-group are
+ * privileged (ctl.h) */
+static struct ctl_who who_of(fuse_req_t req, const struct fs *fs)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t group = fs->d->cf->control_gid;
+	struct ctl_who w = { .uid = ctx->uid };
+
+	w.privileged = ctx->uid == 0 || ctx->uid == geteuid() ||
+		       (group != (gid_t)-1 &&
+			(ctx->gid == group || in_group(req, group)));
+	return w;
+}
 
 bool fs_is_ctl(const struct fs *fs, fuse_ino_t ino)
 {
 	return ctl_kind(fs->d->ctl, ino) != CTL_NONE;
 }
 
+/*
+ * Owner: a list's creator, else the daemon's user; group: the control
+ * group if any (it gets the owner's rights), else the daemon's.
+ */
 static void ctl_stat(const struct fs *fs, fuse_ino_t ino, struct stat *st)
 {
 	enum ctl_kind k = ctl_kind(fs->d->ctl, ino);
+	gid_t group = fs->d->cf->control_gid;
+	mode_t g = group != (gid_t)-1 ? 1 : 0;	/* group bits as owner's */
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_uid = fs->d->cf->uid;
-	st->st_gid = fs->d->cf->gid;
+	st->st_uid = ctl_owner(fs->d->ctl, ino);
+	st->st_gid = g ? group : getegid();
 	st->st_nlink = 1;
 	st->st_mtim.tv_sec = fs->mounted;
 	if (k == CTL_DIR)
 		st->st_mode = S_IFDIR | 0555;
 	else if (k == CTL_LISTS)
 		st->st_mode = S_IFDIR | 01777;	/* anyone may publish */
+	else if (k == CTL_LIST)
+		st->st_mode = S_IFREG | 0644 | (g * 0020);
+	else if (k == CTL_HEAT)			/* the access pattern */
+		st->st_mode = S_IFREG | 0400 | (g * 0040);
 	else if (ctl_is_writable(fs->d->ctl, ino))
-		st->st_mode = S_IFREG | (k == CTL_LIST ? 0666 : 0222);
+		st->st_mode = S_IFREG | 0200 | (g * 0020);
 	else
 		st->st_mode = S_IFREG | 0444;
 }
@@ -80,29 +127,45 @@ static bool is_dir(const struct fs *fs, fuse_ino_t ino)
 	return k == CTL_DIR || k == CTL_LISTS;
 }
 
-/* a buffer for a file opened for writing, or holding @ino's text */
+/*
+ * A buffer for a file opened for writing, or holding @ino's text, for
+ * @w (counted against @w's quota: -EMFILE, -EDQUOT, -ENOBUFS).
+ */
 static int ctlbuf_create(struct fs *fs, fuse_ino_t ino, bool writing,
-			 struct ctlbuf **out)
+			 const struct ctl_who *w, struct ctlbuf **out)
 {
-	struct ctlbuf *cb = calloc(1, sizeof(*cb));
+	struct ctl *ctl = fs->d->ctl;
+	struct ctlbuf *cb;
+	int rc = ctl_buffer_open(ctl, w);
 
-	if (!cb)
+	if (rc)
+		return rc;
+	cb = calloc(1, sizeof(*cb));
+	if (!cb) {
+		ctl_buffer_close(ctl, w, 0);
 		return -ENOMEM;
+	}
+	cb->who = *w;
 	cb->writing = writing;
 	if (!writing) {
-		cb->buf = ctl_read(fs->d->ctl, ino, &cb->len);
-		if (!cb->buf) {
+		cb->buf = ctl_read(ctl, ino, &cb->len);
+		rc = cb->buf ? ctl_buffer_grow(ctl, w, cb->len, true) : -ENOMEM;
+		if (rc) {
+			ctl_buffer_close(ctl, w, 0);
+			free(cb->buf);
 			free(cb);
-			return -ENOMEM;
+			return rc;
 		}
+		cb->charged = cb->len;
 	}
 	pthread_mutex_init(&cb->lock, NULL);
 	*out = cb;
 	return 0;
 }
 
-static void ctlbuf_destroy(struct ctlbuf *cb)
+static void ctlbuf_destroy(struct fs *fs, struct ctlbuf *cb)
 {
+	ctl_buffer_close(fs->d->ctl, &cb->who, cb->charged);
 	pthread_mutex_destroy(&cb->lock);
 	free(cb->buf);
 	free(cb);
@@ -117,6 +180,7 @@ void fs_ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+	struct ctl_who w = who_of(req, fs);
 	struct ctlbuf *cb;
 	int rc;
 
@@ -128,7 +192,9 @@ void fs_ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_reply_errno(req, -EACCES);
 		return;
 	}
-	rc = ctlbuf_create(fs, ino, wr, &cb);
+	rc = ctl_access(fs->d->ctl, ino, &w, wr);
+	if (!rc)
+		rc = ctlbuf_create(fs, ino, wr, &w, &cb);
 	if (rc) {
 		fs_reply_errno(req, rc);
 		return;
@@ -171,13 +237,13 @@ void fs_ctl_read(fuse_req_t req, size_t size, off_t off,
 
 void fs_ctl_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	ctlbuf_destroy(ctlbuf_of(fi));
+	ctlbuf_destroy(fs_of(req), ctlbuf_of(fi));
 	fuse_reply_err(req, 0);
 }
 
 /* append @size bytes written at @off to @cb; 0 or -errno */
-static int ctlbuf_append(struct ctlbuf *cb, const char *buf, size_t size,
-			 off_t off)
+static int ctlbuf_append(struct ctl *ctl, struct ctlbuf *cb, const char *buf,
+			 size_t size, off_t off)
 {
 	if ((size_t)off != cb->len)		/* lists are written in order */
 		return -EINVAL;
@@ -185,10 +251,18 @@ static int ctlbuf_append(struct ctlbuf *cb, const char *buf, size_t size,
 		return -EFBIG;
 	if (cb->len + size > cb->cap) {
 		size_t cap = MIN(MAX(cb->cap * 2, cb->len + size), CTL_BUF_MAX);
-		char *p = realloc(cb->buf, cap);
+		int rc = ctl_buffer_grow(ctl, &cb->who, cap - cb->cap,
+					 false);
+		char *p;
 
-		if (!p)
+		if (rc)
+			return rc;
+		p = realloc(cb->buf, cap);
+		if (!p) {
+			ctl_buffer_shrink(ctl, &cb->who, cap - cb->cap);
 			return -ENOMEM;
+		}
+		cb->charged += cap - cb->cap;
 		cb->buf = p;
 		cb->cap = cap;
 	}
@@ -210,7 +284,7 @@ void fs_ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	cb = ctlbuf_of(fi);
 	pthread_mutex_lock(&cb->lock);
 	if (cb->writing)
-		rc = ctlbuf_append(cb, buf, size, off);
+		rc = ctlbuf_append(fs_of(req)->d->ctl, cb, buf, size, off);
 	pthread_mutex_unlock(&cb->lock);
 	if (rc)
 		fs_reply_errno(req, rc);
@@ -234,7 +308,8 @@ void fs_ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&cb->lock);
 	if (cb->writing && !cb->committed && cb->len) {
 		cb->committed = true;
-		rc = ctl_commit(fs->d->ctl, ino, cb->buf, cb->len, &report);
+		rc = ctl_commit_as(fs->d->ctl, ino, &cb->who, cb->buf,
+				   cb->len, &report);
 	}
 	pthread_mutex_unlock(&cb->lock);
 	if (report)
@@ -250,6 +325,7 @@ void fs_ctl_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	struct ctl_who w = who_of(req, fs);
 	struct fuse_entry_param e;
 	struct ctlbuf *cb;
 	uint64_t ino;
@@ -257,12 +333,9 @@ void fs_ctl_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)mode;
 	/* only a list name under .fusefs/lists/ can be created */
-	rc = ctl_lookup(fs->d->ctl, parent, name, true, &ino);
-	if (rc || !ino || !ctl_is_writable(fs->d->ctl, ino)) {
-		fs_reply_errno(req, -EROFS);
-		return;
-	}
-	rc = ctlbuf_create(fs, ino, true, &cb);
+	rc = ctl_create_list(fs->d->ctl, parent, name, &w, &ino);
+	if (!rc)
+		rc = ctlbuf_create(fs, ino, true, &w, &cb);
 	if (rc) {
 		fs_reply_errno(req, rc);
 		return;

@@ -69,6 +69,26 @@ void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
 	s->stamp = ++m->clock;
 }
 
+bool memchunks_reclaim(struct memchunks *m)
+{
+	struct memchunk_slot *lru = NULL;
+	unsigned i;
+
+	for (i = 0; i < m->max; i++) {
+		struct memchunk_slot *s = &m->slot[i];
+
+		if (s->cb && chunkbuf_refs(s->cb) == 1 &&
+		    (!lru || s->stamp < lru->stamp))
+			lru = s;
+	}
+	if (!lru)
+		return false;
+	chunkbuf_put(lru->cb);
+	lru->cb = NULL;
+	lru->stamp = 0;
+	return true;
+}
+
 void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen)
 {
 	unsigned i;

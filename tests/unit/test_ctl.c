@@ -311,7 +311,16 @@ static void test_paths(void)
 		CHECK_INT(commit(&e, ino, "", rep, sizeof(rep)), ==, 0);
 		CHECK_STR(rep, "files 0\nunknown 0\n");
 		/* an empty line is the root (the client writes the mount
-		 * itself so): every file */
+		 * itself so): every file; never pinned whole */
+		if (v == 0) {
+			CHECK_INT(commit(&e, ino, "\n", rep, sizeof(rep)), ==,
+				  -EINVAL);
+			CHECK_STR(rep, "refused: the whole tree\nfiles 0\nunknown 0\n");
+			CHECK_INT(commit(&e, ino, "a/1\n/\n", rep,
+					 sizeof(rep)), ==, -EINVAL);
+			CHECK_STR(rep, "refused: the whole tree\nfiles 0\nunknown 0\n");
+			continue;
+		}
 		CHECK_INT(commit(&e, ino, "\n", rep, sizeof(rep)), ==, 0);
 		CHECK_STR(rep, "files 5\nunknown 0\n");
 		CHECK_INT(commit(&e, ino, "/\n", rep, sizeof(rep)), ==, 0);
@@ -517,6 +526,66 @@ static void test_read_texts(void)
 	env_fini(&e);
 }
 
+/* an unprivileged user: reads, own lists within quotas, nothing shared */
+static void test_access(void)
+{
+	const struct ctl_who u = { .uid = 1000 }, v = { .uid = 1001 };
+	uint64_t lists, ino, mine = 0;
+	char name[16], *report;
+	unsigned i;
+	struct env e;
+
+	env_init(&e);
+	lists = ctl_ino(&e, "lists");
+	CHECK_INT(ctl_access(e.ctl, ctl_ino(&e, "stats"), &u, false), ==, 0);
+	CHECK_INT(ctl_access(e.ctl, ctl_ino(&e, "heat"), &u, false), ==,
+		  -EACCES);
+	CHECK_INT(ctl_access(e.ctl, ctl_ino(&e, "heat"), &CTL_OWNER, false),
+		  ==, 0);
+	CHECK_INT(ctl_access(e.ctl, ctl_ino(&e, "pin"), &u, true), ==,
+		  -EACCES);
+	CHECK_INT(ctl_commit_as(e.ctl, ctl_ino(&e, "evict"), &u, "a/1\n", 4,
+				&report), ==, -EACCES);
+	/* list names: --user-lists (8 by default) each */
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "u%u", i);
+		CHECK_INT(ctl_create_list(e.ctl, lists, name, &u, &ino), ==, 0);
+		CHECK_INT(ctl_owner(e.ctl, ino), ==, 1000);
+		mine = mine ? mine : ino;
+	}
+	CHECK_INT(ctl_create_list(e.ctl, lists, "u8", &u, &ino), ==, -EDQUOT);
+	CHECK_INT(ctl_create_list(e.ctl, lists, "v0", &v, &ino), ==, 0);
+	/* the owner publishes; another user may not, even by creating */
+	CHECK_INT(ctl_commit_as(e.ctl, mine, &u, "a/1\n", 4, &report), ==, 0);
+	free(report);
+	CHECK_INT(ctl_access(e.ctl, mine, &v, true), ==, -EACCES);
+	CHECK_INT(ctl_access(e.ctl, mine, &v, false), ==, 0);
+	CHECK_INT(ctl_create_list(e.ctl, lists, "u0", &v, &ino), ==, -EACCES);
+	CHECK_INT(ctl_commit_as(e.ctl, mine, &v, "a/2\n", 4, &report), ==,
+		  -EACCES);
+	/* privileged callers may replace it */
+	CHECK_INT(ctl_commit_as(e.ctl, mine, &CTL_OWNER, "a/2\n", 4, &report),
+		  ==, 0);
+	free(report);
+	/* open control files: --user-buffers (16) each */
+	for (i = 0; i < 16; i++)
+		CHECK_INT(ctl_buffer_open(e.ctl, &u), ==, 0);
+	CHECK_INT(ctl_buffer_open(e.ctl, &u), ==, -EMFILE);
+	CHECK_INT(ctl_buffer_open(e.ctl, &v), ==, 0);
+	/* bytes: memory-limit / 16 (16 MiB by default) each */
+	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 16 << 20, false), ==, 0);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 1, false), ==, -EDQUOT);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &v, 1, false), ==, 0);
+	ctl_buffer_close(e.ctl, &u, 16 << 20);
+	for (i = 1; i < 16; i++)
+		ctl_buffer_close(e.ctl, &u, 0);
+	ctl_buffer_close(e.ctl, &v, 1);
+	CHECK_INT(ctl_buffer_open(e.ctl, &u), ==, 0);
+	CHECK_INT(ctl_buffer_grow(e.ctl, &u, 1 << 20, false), ==, 0);
+	ctl_buffer_close(e.ctl, &u, 1 << 20);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	runner_name = "test_ctl";
@@ -530,5 +599,6 @@ int main(void)
 	TEST(test_commit_list_by_name);
 	TEST(test_warm);
 	TEST(test_read_texts);
+	TEST(test_access);
 	return runner_done();
 }

@@ -4,6 +4,7 @@
  * reads, single flight, read-ahead, an object replaced mid-read, retries.
  */
 #include "cachenv.h"
+#include "membudget.h"
 
 static void test_sizes_exact(void)
 {
@@ -136,6 +137,47 @@ static void test_retries(void)
 	free(got);
 }
 
+/* demand reads past --memory-limit wait for memory, never fail */
+static void test_memory_bound(void)
+{
+	struct membudget_usage u;
+	struct result r[12];
+	struct env e;
+	char *data = pattern(12 * CS, 11);
+	struct centry *ce;
+	int i;
+
+	env_init(&e, 64 * CS, 2, READ_DIRECT);
+	env_stop(&e);
+	e.cf.memory_limit = 4 * CS;
+	env_start(&e);
+	mem_put(e.be, "wide", data, 12 * CS);
+	ce = attach(&e, "wide", NULL);
+	mem_hold(e.be);
+	for (i = 0; i < 12; i++) {
+		result_init(&r[i], 64 << 10);
+		/* twelve readers of twelve chunks: four fit */
+		CHECK_INT(fetch_read(e.fetch, ce, (uint64_t)i * CS + 100, 4096,
+				     result_done, &r[i]), ==, 0);
+	}
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.used, <=, 4 * CS);
+	CHECK_INT(u.refused, >, 0);
+	mem_release(e.be);
+	for (i = 0; i < 12; i++) {
+		result_wait(&r[i]);
+		CHECK_INT(r[i].err, ==, 0);
+		CHECK(!memcmp(r[i].buf, data + (size_t)i * CS + 100, 4096));
+		free(r[i].buf);
+	}
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.peak, <=, 5 * CS);		/* one chunk of overdraft */
+	CHECK_INT(mem_reads(e.be), ==, 12);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_fetch";
@@ -145,5 +187,6 @@ int main(void)
 	TEST(test_readahead);
 	TEST(test_replaced_mid_read);
 	TEST(test_retries);
+	TEST(test_memory_bound);
 	return runner_done();
 }
