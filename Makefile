@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd
+PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd liburing
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -21,7 +21,7 @@ CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
           s3sign s3list lists backend_file
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
-          fs fs_ctl fs_xattr bdi passthrough \
+          fs fs_ctl fs_xattr bdi passthrough verifier \
           cfgfile notify metrics
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)

@@ -26,6 +26,9 @@ struct centry {
 	int64_t mtime;
 	uint32_t nchunks;
 	uint8_t *state;		/* enum chunk_state per chunk */
+	uint8_t *verifying;	/* 1: a thread reads this UNVERIFIED chunk to
+				 * check it; others wait (single flight) */
+	uint32_t unverified;	/* chunks in CH_UNVERIFIED */
 	uint64_t *sum;		/* XXH3 per present chunk */
 	uint64_t used;		/* bytes accounted on disk */
 	int opens;		/* open file handles */
@@ -49,11 +52,13 @@ struct cache {
 	 * Order: fetch lock -> cache lock -> meta queue lock, lists lock.
 	 */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;	/* data files opened, graves gone */
+	pthread_cond_t cond;	/* data files opened, graves gone, chunks
+				 * verified */
 	struct htab tab;	/* fid -> centry (not stale) */
 	struct policy pol;
 	struct grave *graves;
 	uint64_t files;
+	uint64_t unverified;	/* CH_UNVERIFIED chunks of entries in tab */
 	/* constant after cache_open() */
 	struct meta *meta;
 	struct stats *st;
