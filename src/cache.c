@@ -88,9 +88,10 @@ static struct centry *centry_new(struct cache *c, uint64_t fid,
 	ce->fd = ce->dfd = -1;
 	ce->nchunks = (uint32_t)nchunks;
 	ce->state = calloc(nchunks ? nchunks : 1, 1);
+	ce->verifying = calloc(nchunks ? nchunks : 1, 1);
 	ce->sum = calloc(nchunks ? nchunks : 1, sizeof(*ce->sum));
 	ce->pn = policy_node(&c->pol, fid);
-	if (!ce->key || !ce->state || !ce->sum || !ce->pn) {
+	if (!ce->key || !ce->state || !ce->verifying || !ce->sum || !ce->pn) {
 		centry_free(ce);
 		return NULL;
 	}
@@ -101,6 +102,7 @@ void centry_free(struct centry *ce)
 {
 	free(ce->key);
 	free(ce->state);
+	free(ce->verifying);
 	free(ce->sum);
 	free(ce);
 }
@@ -201,6 +203,7 @@ static void forget_locked(struct cache *c, struct centry *ce)
 	policy_del(&c->pol, ce->pn);
 	htab_del(&c->tab, ce->fid);
 	c->files--;
+	c->unverified -= ce->unverified;
 }
 
 /* evict idle entry @v: accounting and index now, its file after unlock */
@@ -685,41 +688,221 @@ static ssize_t pread_full(int fd, char *buf, size_t len, uint64_t off)
 	return done;
 }
 
+/*
+ * Settle UNVERIFIED chunk @n of @ce, whose bytes a verification read
+ * found good (@ok) or not: PRESENT, or ABSENT with its record and space
+ * gone.  Ends the single flight and wakes who waits for it.  Locked.
+ */
+static int settle_locked(struct cache *c, struct centry *ce, uint32_t n,
+			 bool ok, bool read_error)
+{
+	uint32_t len = cache_chunk_len(c, ce, n);
+
+	ce->verifying[n] = 0;
+	pthread_cond_broadcast(&c->cond);
+	if (ce->state[n] != CH_UNVERIFIED)
+		return -EAGAIN;		/* cannot happen: the flag held it */
+	ce->unverified--;
+	if (!ce->stale)
+		c->unverified--;
+	if (ok) {
+		ce->state[n] = CH_PRESENT;
+		stat_inc(c->st, verified_chunks);
+		return 0;
+	}
+	ce->state[n] = CH_ABSENT;
+	ce->used -= blocks(len);
+	policy_charge(&c->pol, owner_node(ce), -(int64_t)blocks(len));
+	if (!ce->stale)
+		meta_q_drop_chunk(c->meta, ce->fid, n);
+	stat_inc(c->st, checksum_failures);
+	log_warn("cached chunk %u of '%s' failed verification%s: refetching",
+		 n, ce->key, read_error ? " (read error)" : "");
+	return -EBADMSG;
+}
+
+/* did the verification read of @len bytes (@got, or -errno) match @sum */
+static bool bytes_match(const void *data, ssize_t got, uint32_t len,
+			uint64_t sum)
+{
+	return got >= (ssize_t)len && hash64(data, len, 0) == sum;
+}
+
 int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		       struct chunkbuf *cb)
 {
 	uint32_t len = cache_chunk_len(c, ce, n);
 	uint64_t off = (uint64_t)n * c->chunk_size;
+	bool direct, ok, waited = false;
 	ssize_t r;
-	bool direct;
 	int rc;
 
 	rc = ensure_files(c, ce);
 	if (rc)
 		return rc;
+	pthread_mutex_lock(&c->lock);
+	while (n < ce->nchunks && ce->verifying[n]) {
+		/* single flight: the bytes are being read by someone else */
+		waited = true;
+		pthread_cond_wait(&c->cond, &c->lock);
+	}
+	if (waited || n >= ce->nchunks || ce->state[n] != CH_UNVERIFIED) {
+		/* settled meanwhile; @cb holds nothing: let the caller look */
+		pthread_mutex_unlock(&c->lock);
+		if (waited)
+			stat_inc(c->st, verify_waits);
+		return -EAGAIN;
+	}
+	ce->verifying[n] = 1;
+	pthread_mutex_unlock(&c->lock);
+
+	stat_inc(c->st, verify_reads);
 	direct = ce->dfd >= 0;
 	r = pread_full(direct ? ce->dfd : ce->fd, cb->data,
 		       direct ? blocks(len) : len, off);
 	cb->len = len;
+	ok = bytes_match(cb->data, r, len, ce->sum[n]);	/* no lock held */
 	pthread_mutex_lock(&c->lock);
-	if (ce->state[n] != CH_UNVERIFIED) {
-		/* someone else decided meanwhile; let the caller look again */
-		rc = ce->state[n] == CH_PRESENT ? 0 : -EAGAIN;
-	} else if (r >= (ssize_t)len && hash64(cb->data, len, 0) == ce->sum[n]) {
-		ce->state[n] = CH_PRESENT;
-		stat_inc(c->st, verified_chunks);
-	} else {
-		ce->state[n] = CH_ABSENT;
-		ce->used -= blocks(len);
-		policy_charge(&c->pol, owner_node(ce), -(int64_t)blocks(len));
-		meta_q_drop_chunk(c->meta, ce->fid, n);
-		stat_inc(c->st, checksum_failures);
-		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
-			 n, ce->key, r < 0 ? " (read error)" : "");
-		rc = -EBADMSG;
-	}
+	rc = settle_locked(c, ce, n, ok, r < 0);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
+		       bool buffered, struct cache_vread *vr)
+{
+	uint32_t n;
+	int rc;
+
+	rc = ensure_files(c, ce);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	for (n = from; n < ce->nchunks; n++)
+		if (ce->state[n] == CH_UNVERIFIED && !ce->verifying[n])
+			break;
+	if (n >= ce->nchunks) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	ce->verifying[n] = 1;
+	ce->busy++;
+	refs_changed_locked(ce);
+	pthread_mutex_unlock(&c->lock);
+
+	stat_inc(c->st, verify_reads);
+	vr->ce = ce;
+	vr->n = n;
+	vr->len = cache_chunk_len(c, ce, n);
+	vr->off = (uint64_t)n * c->chunk_size;
+	if (buffered || ce->dfd < 0) {
+		vr->fd = ce->fd;
+		vr->rlen = vr->len;
+	} else {
+		vr->fd = ce->dfd;
+		vr->rlen = blocks(vr->len);
+	}
+	return 1;
+}
+
+int cache_verify_end(struct cache *c, struct cache_vread *vr,
+		     const void *data, ssize_t got)
+{
+	struct centry *ce = vr->ce;
+	bool ok;
+	int rc;
+
+	ok = bytes_match(data, got, vr->len, ce->sum[vr->n]);	/* unlocked */
+	pthread_mutex_lock(&c->lock);
+	rc = settle_locked(c, ce, vr->n, ok, got < 0);
+	pthread_mutex_unlock(&c->lock);
+	cache_busy_put(c, ce);
+	vr->ce = NULL;
+	return rc;
+}
+
+int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out)
+{
+	struct centry *ce;
+	int held = 0;
+
+	pthread_mutex_lock(&c->lock);
+	ce = htab_get(&c->tab, fid);
+	if (ce && ce->unverified) {
+		ce->busy++;
+		refs_changed_locked(ce);
+		*out = ce;
+		held = 1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return held;
+}
+
+uint32_t cache_unverified(struct cache *c, const struct centry *ce)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = ce->unverified;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+uint64_t cache_unverified_total(struct cache *c)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->unverified;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+struct fid_heat {
+	uint64_t fid;
+	double score;
+};
+
+static int hotter_first(const void *a, const void *b)
+{
+	double x = ((const struct fid_heat *)a)->score;
+	double y = ((const struct fid_heat *)b)->score;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int cache_unverified_by_heat(struct cache *c, uint64_t **fids, size_t *n)
+{
+	struct fid_heat *fh;
+	int64_t now = now_s();
+	size_t i, k = 0, cap;
+	uint64_t *ids;
+
+	pthread_mutex_lock(&c->lock);
+	cap = c->files ? c->files : 1;
+	fh = malloc(cap * sizeof(*fh));
+	for (i = 0; fh && i < c->tab.cap && k < cap; i++) {
+		struct centry *ce = c->tab.slot[i];
+
+		if (!ce || !ce->unverified)
+			continue;
+		fh[k].fid = ce->fid;
+		fh[k].score = policy_heat(&c->pol, ce->pn, now);
+		k++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	ids = fh ? malloc(cap * sizeof(*ids)) : NULL;
+	if (!ids) {
+		free(fh);
+		return -ENOMEM;
+	}
+	qsort(fh, k, sizeof(*fh), hotter_first);
+	for (i = 0; i < k; i++)
+		ids[i] = fh[i].fid;
+	free(fh);
+	*fids = ids;
+	*n = k;
+	return 0;
 }
 
 int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
