@@ -205,11 +205,11 @@ class OpTrace:
 # ---- mounts --------------------------------------------------------------------------------
 
 class Mount:
-    def __init__(self, b, cfg, tag):
+    def __init__(self, b, cfg, tag, binary=None):
         self.b, self.cfg = b, cfg
         self.nonroot = cfg == "nonroot"
         a = b.a
-        cmd = [b.bin, "mount", "file://" + b.data, b.mnt, "-f", "--cache-dir", b.cache,
+        cmd = [binary or b.bin, "mount", "file://" + b.data, b.mnt, "-f", "--cache-dir", b.cache,
                "--cache-size", "3G"] + (["--passthrough", "off"] if cfg == "off" else [])
         cmd += a.fusefs_args.split()
         if self.nonroot:
@@ -470,7 +470,8 @@ class Bench:
             out["daemon_us_per_file"] = daemon / len(order) * 1e6
             out["stats"] = {k: st1.get(k, 0) - st0.get(k, 0) for k in (
                 "reads", "hits", "misses", "bytes_from_cache", "bytes_from_backend",
-                "verified_chunks", "checksum_failures", "read_errors", "passthrough_opens",
+                "verified_chunks", "verifier_chunks", "verify_reads", "verify_waits",
+                "checksum_failures", "read_errors", "passthrough_opens",
                 "passthrough_bytes", "revalidations", "listings")}
             d = out["stats"]
             if d["checksum_failures"] or d["read_errors"] or (d["bytes_from_backend"] and
@@ -488,23 +489,29 @@ class Bench:
                                                  "remount": {}, "pairs": {}, "opcodes": {}})
         log("==== %s: %s" % (cfg, CONFIGS[cfg]))
         m = None
+        # with --base-bin each remount is a pair: the base binary, then ours
+        sides = [("remount_base", a.base_bin), ("remount", None)] if a.base_bin else [
+            ("remount", None)]
         for r in range(a.remounts):
-            if m is not None:
-                c["mounts"].append(m.stop())
-            m = Mount(self, cfg, "%s-%d" % (cfg, r))
-            for ds in SETS:
-                order = self.order(ds)
-                g = self.gate()
-                first = self.epoch(m, ds, order, "3")
-                warm = self.epoch(m, ds, order, "3")
-                p = {"gate": g, "first": first, "warm": warm,
-                     "ratio": warm["secs"] / first["secs"]}
-                c["remount"].setdefault(ds, []).append(p)
-                log("%s remount %d %s: first %.2f s (%.0f MiB/s, %d verified, %.2f s/GiB), "
-                    "warm %.2f s (%.0f MiB/s) -> %.2f  [busy %.0f%%]" % (
-                        cfg, r, ds, first["secs"], first["MiBps"],
-                        first["stats"]["verified_chunks"], first["daemon_s_per_gib"],
-                        warm["secs"], warm["MiBps"], p["ratio"], 100 * g["busy_before"]))
+            for key, binary in sides:
+                if m is not None:
+                    c["mounts"].append(m.stop())
+                tag = "%s-%d%s" % (cfg, r, "-base" if binary else "")
+                m = Mount(self, cfg, tag, binary)
+                for ds in SETS:
+                    order = self.order(ds)
+                    g = self.gate()
+                    first = self.epoch(m, ds, order, "3")
+                    warm = self.epoch(m, ds, order, "3")
+                    p = {"gate": g, "first": first, "warm": warm,
+                         "ratio": warm["secs"] / first["secs"]}
+                    c.setdefault(key, {}).setdefault(ds, []).append(p)
+                    log("%s remount %d %s%s: first %.2f s (%.0f MiB/s, %d verified, "
+                        "%.2f s/GiB), warm %.2f s (%.0f MiB/s) -> %.2f  [busy %.0f%%]" % (
+                            cfg, r, ds, " (base)" if binary else "", first["secs"],
+                            first["MiBps"], first["stats"]["verified_chunks"],
+                            first["daemon_s_per_gib"], warm["secs"], warm["MiBps"],
+                            p["ratio"], 100 * g["busy_before"]))
         for drop in a.drops:
             for ds in SETS:
                 if drop == "none":      # both sides start from what they left in memory
@@ -612,8 +619,9 @@ def summary(res):
                     "other": med([e["other_share"] for e in fz + [p["local"] for p in ps]]),
                     "before": med([p["gate"]["busy_before"] for p in ps]),
                 }
-        for ds, ps in c["remount"].items():
-            out["remount"][(cfg, ds)] = {
+        for key, ds, ps in [(k, ds, ps) for k in ("remount", "remount_base")
+                            for ds, ps in c.get(k, {}).items()]:
+            out["remount"][(cfg + (" (base)" if key == "remount_base" else ""), ds)] = {
                 "ratios": [p["ratio"] for p in ps],
                 "disturbed": sum(1 for p in ps if p["first"].get("disturbed") or
                                  p["warm"].get("disturbed")),
@@ -752,7 +760,7 @@ def render(res):
              "Daemon CPU s/GiB, first | Daemon CPU s/GiB, warm | Chunks verified | "
              "PT opens, first | Disturbed |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
-    for cfg in res["configs"]:
+    for cfg in [x + y for x in res["configs"] for y in ("", " (base)")]:
         for ds in SETS:
             r = s["remount"].get((cfg, ds))
             if r:
@@ -841,6 +849,9 @@ def main():
                     help="seconds the whole run may wait for an idle machine")
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--fusefs-args", default="", help="extra fusefs mount options")
+    ap.add_argument("--base-bin", default="",
+                    help="another fusefs binary (e.g. main's): each remount measurement is "
+                    "then a pair, this binary's mount first, --bin's second")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     a = ap.parse_args()
     a.configs = [c for c in a.configs.split(",") if c]
