@@ -43,6 +43,7 @@
 	X(verifier_failed)	/* chunks it found damaged (dropped) */	\
 	X(verifier_open_waits)	/* opens that waited for their file's check */ \
 	X(data_flushes)		/* FLUSH requests for data files */	\
+	X(data_file_opens)	/* data files opened (kept open while idle) */ \
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
 	X(backend_read_us_le_4000)					\
 	X(backend_read_us_le_16000)					\

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,10 +134,42 @@ static struct policy_node *owner_node(const struct centry *ce)
 	return ce->stale ? NULL : ce->pn;
 }
 
-static void refs_changed_locked(struct centry *ce)
+static void idle_unlink_locked(struct cache *c, struct centry *ce)
+{
+	if (!ce->idle)
+		return;
+	if (ce->idle_prev)
+		ce->idle_prev->idle_next = ce->idle_next;
+	else
+		c->idle_head = ce->idle_next;
+	if (ce->idle_next)
+		ce->idle_next->idle_prev = ce->idle_prev;
+	else
+		c->idle_tail = ce->idle_prev;
+	ce->idle_prev = ce->idle_next = NULL;
+	ce->idle = false;
+	c->nidle--;
+}
+
+static void idle_push_locked(struct cache *c, struct centry *ce)
+{
+	ce->idle_prev = c->idle_tail;
+	ce->idle_next = NULL;
+	if (c->idle_tail)
+		c->idle_tail->idle_next = ce;
+	else
+		c->idle_head = ce;
+	c->idle_tail = ce;
+	ce->idle = true;
+	c->nidle++;
+}
+
+static void refs_changed_locked(struct cache *c, struct centry *ce)
 {
 	if (!ce->stale)
 		ce->pn->in_use = ce->opens || ce->busy;
+	if (ce->opens || ce->busy)
+		idle_unlink_locked(c, ce);	/* used again: files are open */
 }
 
 static bool grave_pending_locked(const struct cache *c, uint64_t fid)
@@ -157,6 +190,8 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 	if (g) {
 		g->fid = ce->fid;
 		g->gen = ce->gen;
+		g->fd = ce->fd;
+		g->dfd = ce->dfd;
 		g->next = c->graves;
 		c->graves = g;
 		g->todo = l->graves;
@@ -164,6 +199,10 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 	} else {
 		log_warn("out of memory: data file of '%s' left for the next start",
 			 ce->key);
+		if (ce->fd >= 0)	/* rare: better than leaking it */
+			close(ce->fd);
+		if (ce->dfd >= 0)
+			close(ce->dfd);
 	}
 	centry_free(ce);
 }
@@ -181,6 +220,10 @@ static void later_run(struct cache *c, struct later *l)
 	if (!l->graves)
 		return;
 	for (g = l->graves; g; g = g->todo) {
+		if (g->fd >= 0)
+			close(g->fd);
+		if (g->dfd >= 0)
+			close(g->dfd);
 		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
 		if (unlink(path) && errno != ENOENT)
 			log_warn("cannot remove %s: %s", path, strerror(errno));
@@ -200,6 +243,7 @@ static void later_run(struct cache *c, struct later *l)
 /* drop @ce from the table and the policy's entries */
 static void forget_locked(struct cache *c, struct centry *ce)
 {
+	idle_unlink_locked(c, ce);
 	policy_del(&c->pol, ce->pn);
 	htab_del(&c->tab, ce->fid);
 	c->files--;
@@ -251,9 +295,23 @@ static int make_room_locked(struct cache *c, struct centry *ce,
 static void release_locked(struct cache *c, struct centry *ce,
 			   struct later *l)
 {
-	refs_changed_locked(ce);
+	refs_changed_locked(c, ce);
 	if (ce->opens || ce->busy)
 		return;
+	if (!ce->stale && ce->fd >= 0 && c->idle_max) {
+		/* keep the files open for the next user; close the oldest */
+		idle_push_locked(c, ce);
+		if (c->nidle <= c->idle_max)
+			return;
+		ce = c->idle_head;
+		idle_unlink_locked(c, ce);
+	}
+	if (l->fd[0] >= 0 || l->fd[1] >= 0) {
+		/* one release per later: cannot happen, do not leak */
+		log_warn("cache: closing data files under the lock");
+		close(l->fd[0]);
+		close(l->fd[1]);
+	}
 	l->fd[0] = ce->fd;
 	l->fd[1] = ce->dfd;
 	ce->fd = ce->dfd = -1;
@@ -279,6 +337,7 @@ static int ensure_files(struct cache *c, struct centry *ce)
 	ce->opening = true;
 	pthread_mutex_unlock(&c->lock);
 
+	stat_inc(c->st, data_file_opens);
 	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
 	fd = open(path, flags | O_CREAT, 0600);
 	if (fd < 0 && errno == ENOENT) {
@@ -449,7 +508,7 @@ int cache_attach(struct cache *c, uint64_t fid, const char *key,
 	rc = get_locked(c, fid, key, a, &ce, changed, &l);
 	if (!rc) {
 		ce->opens++;
-		refs_changed_locked(ce);
+		refs_changed_locked(c, ce);
 		policy_touch(&c->pol, ce->pn, now_s());
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -476,7 +535,7 @@ int cache_hold(struct cache *c, uint64_t fid, const char *key,
 	rc = get_locked(c, fid, key, a, out, &changed, &l);
 	if (!rc) {
 		(*out)->busy++;
-		refs_changed_locked(*out);
+		refs_changed_locked(c, *out);
 	}
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
@@ -500,7 +559,7 @@ void cache_busy_get(struct cache *c, struct centry *ce)
 {
 	pthread_mutex_lock(&c->lock);
 	ce->busy++;
-	refs_changed_locked(ce);
+	refs_changed_locked(c, ce);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -787,7 +846,7 @@ int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
 	}
 	ce->verifying[n] = 1;
 	ce->busy++;
-	refs_changed_locked(ce);
+	refs_changed_locked(c, ce);
 	pthread_mutex_unlock(&c->lock);
 
 	stat_inc(c->st, verify_reads);
@@ -830,7 +889,7 @@ int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out)
 	ce = htab_get(&c->tab, fid);
 	if (ce && ce->unverified) {
 		ce->busy++;
-		refs_changed_locked(ce);
+		refs_changed_locked(c, ce);
 		*out = ce;
 		held = 1;
 	}
@@ -1049,6 +1108,19 @@ static void free_entries(struct cache *c)
 	htab_release(&c->tab);
 }
 
+/*
+ * How many unused entries may keep their two data files open: a quarter
+ * of the descriptors left after 512 for everything else, at most 16384.
+ */
+static unsigned idle_max(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur <= 512)
+		return 0;
+	return MIN((rl.rlim_cur - 512) / 4, (rlim_t)16384);
+}
+
 int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	       struct meta *m, struct stats *st)
 {
@@ -1063,6 +1135,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	c->st = st;
 	c->chunk_size = cf->chunk_size;
 	c->lock_fd = -1;
+	c->idle_max = idle_max();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	htab_init(&c->tab, ce_key);

@@ -36,12 +36,16 @@ struct centry {
 	bool stale;		/* replaced by a newer version, out of table */
 	bool opening;		/* a thread opens the data files (no lock) */
 	int fd, dfd;		/* data file: buffered, O_DIRECT (-1: closed) */
+	/* unused but its files still open: in the cache's idle list */
+	struct centry *idle_prev, *idle_next;
+	bool idle;
 	struct policy_node *pn;	/* heat and eviction order, owned by policy */
 };
 
 /* a data file being unlinked: no new entry of @fid until it is gone */
 struct grave {
 	uint64_t fid, gen;
+	int fd, dfd;		/* still open (an idle entry's): closed first */
 	struct grave *next;	/* in cache.graves */
 	struct grave *todo;	/* in the burying thread's list */
 };
@@ -59,6 +63,13 @@ struct cache {
 	struct grave *graves;
 	uint64_t files;
 	uint64_t unverified;	/* CH_UNVERIFIED chunks of entries in tab */
+	/*
+	 * Entries nobody uses whose data files stay open, oldest first, so
+	 * that the next open of the file opens nothing (at most idle_max;
+	 * the oldest is closed beyond that).
+	 */
+	struct centry *idle_head, *idle_tail;
+	unsigned nidle;
 	/* constant after cache_open() */
 	struct meta *meta;
 	struct stats *st;
@@ -66,6 +77,7 @@ struct cache {
 	int lock_fd;
 	uint32_t chunk_size;
 	bool direct;		/* O_DIRECT usable for the data files */
+	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
 };
 

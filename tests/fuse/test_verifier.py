@@ -190,3 +190,19 @@ def test_changed_object_invalidates_the_kernels_attributes(mounter, src):
     assert time.monotonic() - t0 < 3.5
     assert m.stats()["stale_objects"] + m.stats()["revalidations"] >= 1
     assert read_uncached(m.path("c")) == b"B" * 7000
+
+
+def test_data_files_stay_open_between_opens(mounter, sized):
+    """an open of a cached file reuses the data files the previous open
+    left open (no open/close pair per FUSE open)"""
+    m = mounter()
+    for name, d in sized.items():
+        assert read_uncached(m.path(name)) == d
+    for name, d in sized.items():
+        assert wait_for(lambda: cached(m, name) == blocks(len(d)))
+    n = m.stats()["data_file_opens"]
+    assert 0 < n <= len(sized)
+    for _ in range(3):
+        for name, d in sized.items():
+            assert read_uncached(m.path(name)) == d
+    assert m.stats()["data_file_opens"] == n
