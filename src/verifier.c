@@ -70,21 +70,27 @@ struct verifier {
 
 static void push(struct verifier *v, int lv, struct centry *ce)
 {
-	struct vq *e;
+	struct vq *e = malloc(sizeof(*e));
+	bool queued = false;
 
+	if (!e)
+		return;
+	cache_busy_get(v->c, ce);	/* not under our lock: it is a leaf */
 	pthread_mutex_lock(&v->lock);
-	e = (v->stopping || v->qlen[lv] >= QUEUE_MAX) ? NULL :
-		malloc(sizeof(*e));
-	if (e) {
-		cache_busy_get(v->c, ce);
+	if (!v->stopping && v->qlen[lv] < QUEUE_MAX) {
 		e->ce = ce;
 		e->next = v->q[lv];
 		v->q[lv] = e;
 		v->qlen[lv]++;
+		queued = true;
 	}
 	pthread_mutex_unlock(&v->lock);
-	if (e)
+	if (queued) {
 		bgthread_wake(v->bg);
+		return;
+	}
+	cache_busy_put(v->c, ce);
+	free(e);
 }
 
 static struct centry *pop(struct verifier *v, int lv)
