@@ -31,16 +31,19 @@
 #include "stats.h"
 
 struct verifier;
+struct fetcher;
 struct lists;
 
 /*
  * verifier_start() - start verifying @c's UNVERIFIED chunks with @depth
  * reads in flight (1-64; 0: no thread, chunks are verified at first use).
- * @l (may be NULL) gives the epoch lists' next files.  *@out is NULL for
- * depth 0.  Return: 0 or -errno.
+ * @l (may be NULL) gives the epoch lists' next files; @f (may be NULL)
+ * takes the verified chunks of files open on the daemon path into memory
+ * (fetch_keep_verified()), so that their readers do not read them from
+ * disk a second time.  *@out is NULL for depth 0.  Return: 0 or -errno.
  */
-int verifier_start(struct verifier **out, struct cache *c, struct lists *l,
-		   unsigned depth, struct stats *st);
+int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
+		   struct lists *l, unsigned depth, struct stats *st);
 /* verifier_stop() - finish the reads in flight, stop, free; NULL is fine.
  * Before cache_close(). */
 void verifier_stop(struct verifier *v);

@@ -13,6 +13,7 @@
 
 #include "bgthread.h"
 #include "compiler.h"
+#include "fetch.h"
 #include "lists.h"
 #include "log.h"
 #include "verifier.h"
@@ -33,6 +34,7 @@ struct vq {
 
 struct vslot {
 	struct cache_vread vr;	/* vr.ce NULL: free */
+	int lv;			/* the picker's level it came from */
 	struct chunkbuf *buf;
 	size_t got;		/* bytes read so far */
 	bool queued;		/* sync mode: read not done yet */
@@ -40,6 +42,7 @@ struct vslot {
 
 struct verifier {
 	struct cache *c;
+	struct fetcher *fetch;
 	struct lists *lists;
 	struct stats *st;
 	unsigned depth;
@@ -134,8 +137,8 @@ static struct centry *pick_background(struct verifier *v)
 	return NULL;
 }
 
-/* the next chunk to read, most needed first: 1 and *@vr, or 0 */
-static int next_read(struct verifier *v, struct cache_vread *vr)
+/* the next chunk to read, most needed first: 1 and *@vr, *@lvp, or 0 */
+static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 {
 	bool pt = atomic_load(&v->passthrough);
 	int lv, rc;
@@ -157,6 +160,7 @@ static int next_read(struct verifier *v, struct cache_vread *vr)
 						vr);
 			if (rc == 1) {
 				v->from[lv] = vr->n + 1;
+				*lvp = lv;
 				return 1;
 			}
 			/* nothing left to start in this file */
@@ -205,9 +209,34 @@ static void submit_slot(struct verifier *v, struct vslot *s)
 	io_uring_sqe_set_data(sqe, s);
 }
 
+/*
+ * A daemon-path reader has @ce open and will read chunk @n next: hand the
+ * verified bytes to the read path's memory set instead of letting it read
+ * them from disk again (O_DIRECT reads do not see the page cache).  The
+ * slot gets a fresh buffer if the set kept this one.
+ */
+static void keep(struct verifier *v, struct vslot *s, struct centry *ce,
+		 uint32_t n)
+{
+	/* the slot reads into its buffer again: never one the set holds */
+	struct chunkbuf *fresh = chunkbuf_new(cache_chunk_size(v->c));
+
+	if (!fresh)
+		return;
+	fetch_keep_verified(v->fetch, ce, n, s->buf);
+	if (atomic_load(&s->buf->ref) == 1) {
+		chunkbuf_put(fresh);		/* not kept */
+		return;
+	}
+	chunkbuf_put(s->buf);
+	s->buf = fresh;
+}
+
 /* a read of @s returned @res: more to read, or settle the chunk */
 static void complete_slot(struct verifier *v, struct vslot *s, int res)
 {
+	struct centry *ce;
+	uint32_t n;
 	int rc;
 
 	if (res == -EAGAIN || res == -EINTR ||
@@ -219,12 +248,19 @@ static void complete_slot(struct verifier *v, struct vslot *s, int res)
 	}
 	if (res > 0)
 		s->got += res;
+	ce = s->vr.ce;
+	n = s->vr.n;
+	s->buf->len = s->vr.len;
+	cache_busy_get(v->c, ce);	/* _end() drops the read's reference */
 	rc = cache_verify_end(v->c, &s->vr, s->buf->data,
 			      res < 0 ? res : (ssize_t)s->got);
 	if (rc == 0)
 		stat_inc(v->st, verifier_chunks);
 	else
 		stat_inc(v->st, verifier_failed);
+	if (rc == 0 && s->lv == LV_OPENED && v->fetch)
+		keep(v, s, ce, n);
+	cache_busy_put(v->c, ce);
 	v->inflight--;
 	pthread_mutex_lock(&v->lock);
 	v->gen++;
@@ -282,7 +318,7 @@ static void fill(struct verifier *v)
 
 		if (s->vr.ce)
 			continue;
-		if (!next_read(v, &s->vr))
+		if (!next_read(v, &s->vr, &s->lv))
 			break;
 		s->got = 0;
 		v->inflight++;
@@ -315,8 +351,8 @@ static int64_t verify_tick(void *arg)
 	return BG_PERIOD;
 }
 
-int verifier_start(struct verifier **out, struct cache *c, struct lists *l,
-		   unsigned depth, struct stats *st)
+int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
+		   struct lists *l, unsigned depth, struct stats *st)
 {
 	struct verifier *v;
 	unsigned i;
@@ -331,6 +367,7 @@ int verifier_start(struct verifier **out, struct cache *c, struct lists *l,
 	if (!v)
 		return -ENOMEM;
 	v->c = c;
+	v->fetch = f;
 	v->lists = l;
 	v->st = st;
 	v->depth = depth;

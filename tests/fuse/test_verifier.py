@@ -206,3 +206,35 @@ def test_data_files_stay_open_between_opens(mounter, sized):
         for name, d in sized.items():
             assert read_uncached(m.path(name)) == d
     assert m.stats()["data_file_opens"] == n
+
+
+def disk_reads(m):
+    """bytes the daemon read from storage so far (/proc/PID/io)"""
+    with open("/proc/%d/io" % m.proc.pid) as f:
+        return int(dict(line.split(": ") for line in f.read().splitlines())["read_bytes"])
+
+
+def test_daemon_path_reader_gets_the_verified_chunks_from_memory(mounter, src,
+                                                                tmp_path):
+    """a file open on the daemon path is verified before the others, and
+    its chunks go to the read path's memory: the reader does not read them
+    from disk a second time"""
+    d = rnd(4 * CHUNK + 9, 23)
+    hot = {"h%02d" % i: rnd(4 * CHUNK, 40 + i) for i in range(16)}
+    put(src, dict(hot, o=d))
+    cache = str(tmp_path / "cache")
+    args = ("--passthrough", "off", "--verify-depth", "1")
+    m = mounter(*args, cache=cache)
+    warm_all(m, hot)
+    warm_all(m, dict(hot, o=d))       # the others are hotter: verified first
+    m.umount()
+    m = mounter(*args, cache=cache)
+    with open(m.path("o"), "rb") as f:
+        assert wait_for(lambda: all_verified(m))
+        r0 = disk_reads(m)
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        assert f.read() == d
+        r1 = disk_reads(m)
+    s = m.stats()
+    assert s["verifier_chunks"] == 5 + 4 * len(hot) and s["reads"] > 0, s
+    assert r1 - r0 < CHUNK, (r0, r1, s)
