@@ -57,6 +57,7 @@ struct verifier {
 	unsigned inflight;
 	struct centry *cur[LV_N];	/* file being walked, busy ref */
 	uint32_t from[LV_N];
+	bool buffered[LV_N];	/* read it through the page cache */
 	uint64_t *heat;		/* files by heat, taken at the first pick */
 	size_t nheat, heat_at;
 	bool heat_taken, done_logged;
@@ -154,10 +155,10 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 					break;
 				v->cur[lv] = ce;
 				v->from[lv] = 0;
+				v->buffered[lv] = pt && cache_is_complete(v->c, ce);
 			}
 			rc = cache_verify_begin(v->c, ce, v->from[lv],
-						pt && cache_is_complete(v->c, ce),
-						vr);
+						v->buffered[lv], vr);
 			if (rc == 1) {
 				v->from[lv] = vr->n + 1;
 				*lvp = lv;
