@@ -24,11 +24,13 @@ Configurations (--configs), each on the same cache:
            partners. The cache directory is chowned to nobody for it.
 
 Per configuration:
-  remount  --remounts times: mount on the cache (each chunk from an earlier run is
-           verified before it is served: at open for passthrough, at first read on the
-           daemon path), then per set: drop 3, first epoch; drop 3, warm epoch (same
-           order). Ratio = warm secs / first secs (first-epoch throughput / warm).
-  pairs    on the last of those mounts, per drop mode (--drops: 3 = `echo 3`, 1 =
+  remount  --remounts times per set: wait for an idle machine, mount on the cache (each
+           chunk from an earlier run is verified before it is served: by the background
+           verifier, which a passthrough open waits for, or at first read), drop 3, the
+           first epoch at once; drop 3, warm epoch (same order); unmount. Ratio = warm
+           secs / first secs (first-epoch throughput / warm). With --base-bin each of
+           these is a pair: the same with the base binary first (e.g. main's build).
+  pairs    on one more mount, per drop mode (--drops: 3 = `echo 3`, 1 =
            `echo 1`, none = no drop; for none one untimed epoch of each side first) and
            per set, --pairs pairs A/B: fusefs epoch, then local-disk epoch (the same
            files read directly from WORK/data, same shuffled order, same threads), each
