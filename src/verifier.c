@@ -68,7 +68,8 @@ struct verifier {
 	pthread_cond_t cond;	/* gen moved */
 	uint64_t gen;		/* reads settled */
 	bool stopping;
-	struct vq *q[LV_BACKGROUND];	/* LV_WAITED, LV_OPENED: LIFO */
+	struct vq *q[LV_BACKGROUND];	/* LV_WAITED, LV_OPENED: FIFO */
+	struct vq *qtail[LV_BACKGROUND];
 	unsigned qlen[LV_BACKGROUND];
 };
 
@@ -83,8 +84,12 @@ static void push(struct verifier *v, int lv, struct centry *ce)
 	pthread_mutex_lock(&v->lock);
 	if (!v->stopping && v->qlen[lv] < QUEUE_MAX) {
 		e->ce = ce;
-		e->next = v->q[lv];
-		v->q[lv] = e;
+		e->next = NULL;
+		if (v->qtail[lv])
+			v->qtail[lv]->next = e;
+		else
+			v->q[lv] = e;
+		v->qtail[lv] = e;
 		v->qlen[lv]++;
 		queued = true;
 	}
@@ -106,6 +111,8 @@ static struct centry *pop(struct verifier *v, int lv)
 	e = v->q[lv];
 	if (e) {
 		v->q[lv] = e->next;
+		if (!e->next)
+			v->qtail[lv] = NULL;
 		v->qlen[lv]--;
 		ce = e->ce;
 	}
