@@ -179,6 +179,9 @@ int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
  */
 int cache_verify_end(struct cache *c, struct cache_vread *vr,
 		     const void *data, ssize_t got);
+/* cache_verify_abort() - give up @vr without a verdict (its read failed
+ * or was cancelled): the chunk stays UNVERIFIED for a reader to check */
+void cache_verify_abort(struct cache *c, struct cache_vread *vr);
 /* cache_verify_hold() - 1 and a busy reference on the entry of @fid if
  * it has UNVERIFIED chunks (drop it with cache_busy_put()), else 0 */
 int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out);

@@ -880,6 +880,16 @@ int cache_verify_end(struct cache *c, struct cache_vread *vr,
 	return rc;
 }
 
+void cache_verify_abort(struct cache *c, struct cache_vread *vr)
+{
+	pthread_mutex_lock(&c->lock);
+	vr->ce->verifying[vr->n] = 0;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	cache_busy_put(c, vr->ce);
+	vr->ce = NULL;
+}
+
 int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out)
 {
 	struct centry *ce;

@@ -217,6 +217,16 @@ static void submit_slot(struct verifier *v, struct vslot *s)
 	io_uring_sqe_set_data(sqe, s);
 }
 
+/* a read ended: its slot is free, waiters look again */
+static void done(struct verifier *v)
+{
+	v->inflight--;
+	pthread_mutex_lock(&v->lock);
+	v->gen++;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->lock);
+}
+
 /*
  * A daemon-path reader has @ce open and will read chunk @n next: hand the
  * verified bytes to the read path's memory set instead of letting it read
@@ -256,12 +266,23 @@ static void complete_slot(struct verifier *v, struct vslot *s, int res)
 	}
 	if (res > 0)
 		s->got += res;
+	if (res < 0) {
+		/*
+		 * No verdict: a failed or cancelled read says nothing about
+		 * the bytes.  A reader checks the chunk itself (and drops it
+		 * if its read fails too).
+		 */
+		log_warn("verifier: reading chunk %u: %s", s->vr.n,
+			 strerror(-res));
+		cache_verify_abort(v->c, &s->vr);
+		done(v);
+		return;
+	}
 	ce = s->vr.ce;
 	n = s->vr.n;
 	s->buf->len = s->vr.len;
 	cache_busy_get(v->c, ce);	/* _end() drops the read's reference */
-	rc = cache_verify_end(v->c, &s->vr, s->buf->data,
-			      res < 0 ? res : (ssize_t)s->got);
+	rc = cache_verify_end(v->c, &s->vr, s->buf->data, (ssize_t)s->got);
 	if (rc == 0)
 		stat_inc(v->st, verifier_chunks);
 	else
@@ -269,11 +290,7 @@ static void complete_slot(struct verifier *v, struct vslot *s, int res)
 	if (rc == 0 && s->lv == LV_OPENED && v->fetch)
 		keep(v, s, ce, n);
 	cache_busy_put(v->c, ce);
-	v->inflight--;
-	pthread_mutex_lock(&v->lock);
-	v->gen++;
-	pthread_cond_broadcast(&v->cond);
-	pthread_mutex_unlock(&v->lock);
+	done(v);
 }
 
 static ssize_t pread_once(int fd, void *buf, size_t len, uint64_t off)
@@ -334,6 +351,21 @@ static void fill(struct verifier *v)
 	}
 }
 
+static bool stopping(struct verifier *v)
+{
+	bool stop;
+
+	pthread_mutex_lock(&v->lock);
+	stop = v->stopping;
+	pthread_mutex_unlock(&v->lock);
+	return stop;
+}
+
+/*
+ * Runs until nothing is left to start or the verifier stops, and never
+ * returns with reads in flight: io_uring cancels the requests of a thread
+ * that exits, and bgthread_stop() runs no further tick.
+ */
 static int64_t verify_tick(void *arg)
 {
 	struct verifier *v = arg;
@@ -341,10 +373,12 @@ static int64_t verify_tick(void *arg)
 
 	if (!v->ring_tried)
 		ring_setup(v);
-	fill(v);
-	if (v->inflight) {
+	for (;;) {
+		if (!stopping(v))
+			fill(v);
+		if (!v->inflight)
+			break;
 		reap(v);
-		return 0;
 	}
 	if (!v->done_logged && !cache_unverified_total(v->c)) {
 		v->done_logged = true;

@@ -238,3 +238,30 @@ def test_daemon_path_reader_gets_the_verified_chunks_from_memory(mounter, src,
     s = m.stats()
     assert s["verifier_chunks"] == 5 + 4 * len(hot) and s["reads"] > 0, s
     assert r1 - r0 < CHUNK, (r0, r1, s)
+
+
+def test_unmount_while_verifying_keeps_every_chunk(mounter, src, tmp_path):
+    """stopping the daemon with verification reads in flight settles or
+    abandons them, never drops a good chunk (io_uring cancels the reads of
+    a thread that exits: they must be finished first)"""
+    files = {"u%02d" % i: rnd(4 * CHUNK, 60 + i) for i in range(24)}
+    put(src, files)
+    cache = str(tmp_path / "cache")
+    m = mounter(cache=cache)
+    warm_all(m, files)
+    m.umount()
+    for i in range(3):
+        m = mounter(cache=cache)
+        # a passthrough open: complete files are now verified with
+        # buffered reads (io_uring runs those on its workers)
+        assert read_uncached(m.path("u%02d" % i)) == files["u%02d" % i]
+        m.umount()                          # at once: the verifier is busy
+    m = mounter(cache=cache)
+    assert wait_for(lambda: all_verified(m))
+    s = m.stats()
+    assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
+    lost = [name for name in files if cached(m, name) != 4 * CHUNK]
+    assert not lost
+    for name, d in files.items():
+        assert read_uncached(m.path(name)) == d, name
+    assert m.stats()["bytes_from_backend"] == 0
