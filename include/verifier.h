@@ -49,9 +49,12 @@ int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
 void verifier_stop(struct verifier *v);
 /*
  * verifier_wait_file() - verify @ce (open: the caller holds a reference)
- * before anything else and wait until none of its chunks is UNVERIFIED.
- * On a FUSE worker (local disk only).  NULL @v: returns at once.
- * Return: 0, or -ESHUTDOWN if the verifier stopped first.
+ * before anything else, and wait until a read of each of its UNVERIFIED
+ * chunks has been started (by the verifier, or a reader before it).  The
+ * caller then checks them with cache_verify_chunk(), which waits for
+ * those reads (single flight).  On a FUSE worker (local disk only).  NULL
+ * @v: returns at once.  Return: 0, or -ESHUTDOWN if nothing was queued
+ * (stopping, out of memory).
  */
 int verifier_wait_file(struct verifier *v, struct centry *ce);
 /* verifier_note_open() - @ce was opened: verify it before files nobody

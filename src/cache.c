@@ -1014,8 +1014,12 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 			if (!cb)
 				cb = chunkbuf_new(c->chunk_size);
 			rc = cb ? cache_verify_chunk(c, ce, n, cb) : -ENOMEM;
-			if (rc == -EBADMSG)
+			if (rc == -EAGAIN) {
+				n--;	/* settled by another thread: look again */
+				rc = 0;
+			} else if (rc == -EBADMSG) {
 				rc = -EAGAIN;	/* dropped: refetched on read */
+			}
 		} else if (s != CH_PRESENT) {
 			rc = s < 0 ? s : -EAGAIN;
 		}

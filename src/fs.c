@@ -325,10 +325,11 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce)
 	if (!passthrough_active(fs->pt))
 		return 0;
 	verifier_set_passthrough(fs->d->verifier, true);
-	if (cache_is_complete(fs->d->cache, ce) &&
-	    !verifier_wait_file(fs->d->verifier, ce) &&
-	    cache_is_complete(fs->d->cache, ce))
+	if (cache_is_complete(fs->d->cache, ce)) {
+		/* -ESHUTDOWN: cache_passthrough_fd() verifies them itself */
+		verifier_wait_file(fs->d->verifier, ce);
 		fd = cache_passthrough_fd(fs->d->cache, ce);
+	}
 	id = passthrough_acquire(fs->pt, ino, fd < 0 ? -1 : fd);
 	if (id > 0) {
 		cache_ident(ce, &ci);

@@ -22,13 +22,14 @@
 #define IDLE_MS			60000	/* nothing left: only wakes matter */
 #define LIST_LOOK		32	/* list files looked at per pick */
 #define QUEUE_MAX		4096	/* opened files queued at most */
-#define WAIT_SLICE_MS		50
 
 /* levels of the picker, most needed first */
 enum { LV_WAITED, LV_OPENED, LV_BACKGROUND, LV_N };
 
 struct vq {
 	struct centry *ce;	/* busy reference */
+	bool *done;		/* set (under lock) once every read of the
+				 * file was started, or at stop; may be NULL */
 	struct vq *next;
 };
 
@@ -56,6 +57,7 @@ struct verifier {
 	struct vslot *slots;
 	unsigned inflight;
 	struct centry *cur[LV_N];	/* file being walked, busy ref */
+	bool *cur_done[LV_N];		/* its asker's flag (vq.done) */
 	uint32_t from[LV_N];
 	bool buffered[LV_N];	/* read it through the page cache */
 	uint64_t *heat;		/* files by heat, taken at the first pick */
@@ -73,17 +75,19 @@ struct verifier {
 	unsigned qlen[LV_BACKGROUND];
 };
 
-static void push(struct verifier *v, int lv, struct centry *ce)
+/* queue @ce at level @lv; false if it was not (stopping, full, ENOMEM) */
+static bool push(struct verifier *v, int lv, struct centry *ce, bool *done)
 {
 	struct vq *e = malloc(sizeof(*e));
 	bool queued = false;
 
 	if (!e)
-		return;
+		return false;
 	cache_busy_get(v->c, ce);	/* not under our lock: it is a leaf */
 	pthread_mutex_lock(&v->lock);
 	if (!v->stopping && v->qlen[lv] < QUEUE_MAX) {
 		e->ce = ce;
+		e->done = done;
 		e->next = NULL;
 		if (v->qtail[lv])
 			v->qtail[lv]->next = e;
@@ -96,13 +100,14 @@ static void push(struct verifier *v, int lv, struct centry *ce)
 	pthread_mutex_unlock(&v->lock);
 	if (queued) {
 		bgthread_wake(v->bg);
-		return;
+		return true;
 	}
 	cache_busy_put(v->c, ce);
 	free(e);
+	return false;
 }
 
-static struct centry *pop(struct verifier *v, int lv)
+static struct centry *pop(struct verifier *v, int lv, bool **done)
 {
 	struct centry *ce = NULL;
 	struct vq *e;
@@ -115,10 +120,25 @@ static struct centry *pop(struct verifier *v, int lv)
 			v->qtail[lv] = NULL;
 		v->qlen[lv]--;
 		ce = e->ce;
+		*done = e->done;
 	}
 	pthread_mutex_unlock(&v->lock);
 	free(e);
 	return ce;
+}
+
+/* the walk of @lv's file ends: drop it, tell its asker, wake waiters */
+static void drop_cur(struct verifier *v, int lv)
+{
+	cache_busy_put(v->c, v->cur[lv]);
+	v->cur[lv] = NULL;
+	pthread_mutex_lock(&v->lock);
+	if (v->cur_done[lv])
+		*v->cur_done[lv] = true;
+	v->cur_done[lv] = NULL;
+	v->gen++;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* a file with unverified chunks nobody asked for: lists, then heat */
@@ -156,7 +176,8 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 			struct centry *ce = v->cur[lv];
 
 			if (!ce) {
-				ce = lv < LV_BACKGROUND ? pop(v, lv) :
+				ce = lv < LV_BACKGROUND ?
+					pop(v, lv, &v->cur_done[lv]) :
 					pick_background(v);
 				if (!ce)
 					break;
@@ -175,15 +196,7 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 			if (rc < 0)
 				log_warn("verifier: cannot read a data file: %s",
 					 strerror(-rc));
-			cache_busy_put(v->c, ce);
-			v->cur[lv] = NULL;
-			if (lv < LV_BACKGROUND) {
-				/* its reads may be in flight: waiters see gen */
-				pthread_mutex_lock(&v->lock);
-				v->gen++;
-				pthread_cond_broadcast(&v->cond);
-				pthread_mutex_unlock(&v->lock);
-			}
+			drop_cur(v, lv);
 		}
 	}
 	return 0;
@@ -454,9 +467,11 @@ void verifier_stop(struct verifier *v)
 		reap(v);
 	for (lv = 0; lv < LV_N; lv++) {
 		if (v->cur[lv])
-			cache_busy_put(v->c, v->cur[lv]);
-		while (lv < LV_BACKGROUND && (ce = pop(v, lv)))
-			cache_busy_put(v->c, ce);
+			drop_cur(v, lv);
+		while (lv < LV_BACKGROUND && (ce = pop(v, lv, &v->cur_done[lv]))) {
+			v->cur[lv] = ce;
+			drop_cur(v, lv);	/* its asker stops waiting */
+		}
 	}
 	if (v->uring)
 		io_uring_queue_exit(&v->ring);
@@ -471,41 +486,25 @@ void verifier_stop(struct verifier *v)
 
 int verifier_wait_file(struct verifier *v, struct centry *ce)
 {
-	struct timespec until;
-	uint64_t gen;
-	int rc = 0;
+	bool done = false;
 
 	if (!v || !cache_unverified(v->c, ce))
 		return 0;
 	stat_inc(v->st, verifier_open_waits);
-	push(v, LV_WAITED, ce);
-	for (;;) {
-		pthread_mutex_lock(&v->lock);
-		gen = v->gen;
-		if (v->stopping)
-			rc = -ESHUTDOWN;
-		pthread_mutex_unlock(&v->lock);
-		if (rc || !cache_unverified(v->c, ce))
-			return rc;
-		/* a reader may settle the last chunk itself: look again soon */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += WAIT_SLICE_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&v->lock);
-		while (v->gen == gen && !v->stopping &&
-		       pthread_cond_timedwait(&v->cond, &v->lock, &until) == 0)
-			;
-		pthread_mutex_unlock(&v->lock);
-	}
+	if (!push(v, LV_WAITED, ce, &done))
+		return -ESHUTDOWN;
+	/* @done lives here: the verifier sets it before forgetting it */
+	pthread_mutex_lock(&v->lock);
+	while (!done)
+		pthread_cond_wait(&v->cond, &v->lock);
+	pthread_mutex_unlock(&v->lock);
+	return 0;
 }
 
 void verifier_note_open(struct verifier *v, struct centry *ce)
 {
 	if (v && cache_unverified(v->c, ce))
-		push(v, LV_OPENED, ce);
+		push(v, LV_OPENED, ce, NULL);
 }
 
 void verifier_set_passthrough(struct verifier *v, bool on)

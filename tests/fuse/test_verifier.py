@@ -138,7 +138,7 @@ def test_concurrent_readers_of_one_chunk_share_one_verification(mounter, src,
 
 def test_passthrough_open_after_remount_waits_for_verification(mounter, src,
                                                                tmp_path):
-    files = {"s%02d" % i: rnd(3 * CHUNK + i, 30 + i) for i in range(12)}
+    files = {"s%02d" % i: rnd(3 * CHUNK + i, 30 + i) for i in range(8)}
     put(src, files)
     cache = str(tmp_path / "cache")
     m = mounter(cache=cache)
@@ -147,7 +147,7 @@ def test_passthrough_open_after_remount_waits_for_verification(mounter, src,
     m = mounter(cache=cache)
     # at once, while the verifier works through the others: this open is
     # verified first and then read by the kernel, not by the daemon
-    assert read_uncached(m.path("s11")) == files["s11"]
+    assert read_uncached(m.path("s07")) == files["s07"]
     s = m.stats()
     assert s["passthrough_opens"] == 1 and s["reads"] == 0, s
     assert s["bytes_from_backend"] == 0, s
@@ -220,7 +220,7 @@ def test_daemon_path_reader_gets_the_verified_chunks_from_memory(mounter, src,
     its chunks go to the read path's memory: the reader does not read them
     from disk a second time"""
     d = rnd(4 * CHUNK + 9, 23)
-    hot = {"h%02d" % i: rnd(4 * CHUNK, 40 + i) for i in range(16)}
+    hot = {"h%02d" % i: rnd(4 * CHUNK, 40 + i) for i in range(8)}
     put(src, dict(hot, o=d))
     cache = str(tmp_path / "cache")
     args = ("--passthrough", "off", "--verify-depth", "1")
@@ -244,13 +244,13 @@ def test_unmount_while_verifying_keeps_every_chunk(mounter, src, tmp_path):
     """stopping the daemon with verification reads in flight settles or
     abandons them, never drops a good chunk (io_uring cancels the reads of
     a thread that exits: they must be finished first)"""
-    files = {"u%02d" % i: rnd(4 * CHUNK, 60 + i) for i in range(24)}
+    files = {"u%02d" % i: rnd(4 * CHUNK, 60 + i) for i in range(16)}
     put(src, files)
     cache = str(tmp_path / "cache")
     m = mounter(cache=cache)
     warm_all(m, files)
     m.umount()
-    for i in range(3):
+    for i in range(2):
         m = mounter(cache=cache)
         # a passthrough open: complete files are now verified with
         # buffered reads (io_uring runs those on its workers)
