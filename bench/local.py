@@ -30,7 +30,8 @@ Per configuration:
            first epoch at once; drop 3, warm epoch (same order); unmount. Ratio = warm
            secs / first secs (first-epoch throughput / warm). With --base-bin each of
            these is a pair: the same with the base binary first (e.g. main's build).
-  pairs    on one more mount, per drop mode (--drops: 3 = `echo 3`, 1 =
+  pairs    on one more mount (one untimed epoch of each set first, so every chunk is
+           verified), per drop mode (--drops: 3 = `echo 3`, 1 =
            `echo 1`, none = no drop; for none one untimed epoch of each side first) and
            per set, --pairs pairs A/B: fusefs epoch, then local-disk epoch (the same
            files read directly from WORK/data, same shuffled order, same threads), each
@@ -522,6 +523,8 @@ class Bench:
             if m is not None:
                 c["mounts"].append(m.stop())
             m = Mount(self, cfg, "%s-pairs" % cfg)
+            for ds in SETS:         # untimed: every chunk verified before the pairs
+                self.epoch(m, ds, self.order(ds), "3")
         for drop in a.drops:
             for ds in SETS:
                 if drop == "none":      # both sides start from what they left in memory
