@@ -67,8 +67,7 @@ struct verifier {
 
 	/* under lock (a leaf) */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;	/* gen moved */
-	uint64_t gen;		/* reads settled */
+	pthread_cond_t cond;	/* an asker's flag was set */
 	bool stopping;
 	struct vq *q[LV_BACKGROUND];	/* LV_WAITED, LV_OPENED: FIFO */
 	struct vq *qtail[LV_BACKGROUND];
@@ -136,7 +135,6 @@ static void drop_cur(struct verifier *v, int lv)
 	if (v->cur_done[lv])
 		*v->cur_done[lv] = true;
 	v->cur_done[lv] = NULL;
-	v->gen++;
 	pthread_cond_broadcast(&v->cond);
 	pthread_mutex_unlock(&v->lock);
 }
@@ -230,14 +228,10 @@ static void submit_slot(struct verifier *v, struct vslot *s)
 	io_uring_sqe_set_data(sqe, s);
 }
 
-/* a read ended: its slot is free, waiters look again */
+/* a read ended: its slot is free */
 static void done(struct verifier *v)
 {
 	v->inflight--;
-	pthread_mutex_lock(&v->lock);
-	v->gen++;
-	pthread_cond_broadcast(&v->cond);
-	pthread_mutex_unlock(&v->lock);
 }
 
 /*
