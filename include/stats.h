@@ -42,6 +42,7 @@
 	X(verifier_chunks)	/* chunks the background verifier passed */ \
 	X(verifier_failed)	/* chunks it found damaged (dropped) */	\
 	X(verifier_open_waits)	/* opens that waited for their file's check */ \
+	X(verifier_kept)	/* verified chunks handed to open files' readers */ \
 	X(data_flushes)		/* FLUSH requests for data files */	\
 	X(data_file_opens)	/* data files opened (kept open while idle) */ \
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \

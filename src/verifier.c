@@ -253,6 +253,7 @@ static void keep(struct verifier *v, struct vslot *s, struct centry *ce,
 		chunkbuf_put(fresh);		/* not kept */
 		return;
 	}
+	stat_inc(v->st, verifier_kept);
 	chunkbuf_put(s->buf);
 	s->buf = fresh;
 }
