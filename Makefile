@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd
+PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd liburing
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -27,7 +27,7 @@ CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns recfmt meta st
           chunkbuf memchunk membudget cache cache_load fetch \
           s3sign s3list lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
-          fs fs_ctl fs_xattr bdi passthrough \
+          fs fs_ctl fs_xattr bdi passthrough verifier \
           cfgfile notify metrics manifest_src mountsafe
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)

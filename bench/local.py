@@ -24,11 +24,14 @@ Configurations (--configs), each on the same cache:
            partners. The cache directory is chowned to nobody for it.
 
 Per configuration:
-  remount  --remounts times: mount on the cache (each chunk from an earlier run is
-           verified before it is served: at open for passthrough, at first read on the
-           daemon path), then per set: drop 3, first epoch; drop 3, warm epoch (same
-           order). Ratio = warm secs / first secs (first-epoch throughput / warm).
-  pairs    on the last of those mounts, per drop mode (--drops: 3 = `echo 3`, 1 =
+  remount  --remounts times per set: wait for an idle machine, mount on the cache (each
+           chunk from an earlier run is verified before it is served: by the background
+           verifier, which a passthrough open waits for, or at first read), drop 3, the
+           first epoch at once; drop 3, warm epoch (same order); unmount. Ratio = warm
+           secs / first secs (first-epoch throughput / warm). With --base-bin each of
+           these is a pair: the same with the base binary first (e.g. main's build).
+  pairs    on one more mount (one untimed epoch of each set first, so every chunk is
+           verified), per drop mode (--drops: 3 = `echo 3`, 1 =
            `echo 1`, none = no drop; for none one untimed epoch of each side first) and
            per set, --pairs pairs A/B: fusefs epoch, then local-disk epoch (the same
            files read directly from WORK/data, same shuffled order, same threads), each
@@ -205,11 +208,11 @@ class OpTrace:
 # ---- mounts --------------------------------------------------------------------------------
 
 class Mount:
-    def __init__(self, b, cfg, tag):
+    def __init__(self, b, cfg, tag, binary=None):
         self.b, self.cfg = b, cfg
         self.nonroot = cfg == "nonroot"
         a = b.a
-        cmd = [b.bin, "mount", "file://" + b.data, b.mnt, "-f", "--cache-dir", b.cache,
+        cmd = [binary or b.bin, "mount", "file://" + b.data, b.mnt, "-f", "--cache-dir", b.cache,
                "--cache-size", "3G"] + (["--passthrough", "off"] if cfg == "off" else [])
         cmd += a.fusefs_args.split()
         if self.nonroot:
@@ -470,7 +473,8 @@ class Bench:
             out["daemon_us_per_file"] = daemon / len(order) * 1e6
             out["stats"] = {k: st1.get(k, 0) - st0.get(k, 0) for k in (
                 "reads", "hits", "misses", "bytes_from_cache", "bytes_from_backend",
-                "verified_chunks", "checksum_failures", "read_errors", "passthrough_opens",
+                "verified_chunks", "verifier_chunks", "verify_reads", "verify_waits",
+                "checksum_failures", "read_errors", "passthrough_opens",
                 "passthrough_bytes", "revalidations", "listings")}
             d = out["stats"]
             if d["checksum_failures"] or d["read_errors"] or (d["bytes_from_backend"] and
@@ -488,23 +492,39 @@ class Bench:
                                                  "remount": {}, "pairs": {}, "opcodes": {}})
         log("==== %s: %s" % (cfg, CONFIGS[cfg]))
         m = None
+        # Each measurement mounts for one set only and starts its first epoch right
+        # after mounting (the gate for an idle machine comes before the mount), so
+        # nothing verified the cache before that epoch began. With --base-bin each
+        # one is a pair: the base binary's mount first, then ours.
+        sides = [("remount_base", a.base_bin), ("remount", None)] if a.base_bin else [
+            ("remount", None)]
         for r in range(a.remounts):
-            if m is not None:
-                c["mounts"].append(m.stop())
-            m = Mount(self, cfg, "%s-%d" % (cfg, r))
             for ds in SETS:
                 order = self.order(ds)
-                g = self.gate()
-                first = self.epoch(m, ds, order, "3")
-                warm = self.epoch(m, ds, order, "3")
-                p = {"gate": g, "first": first, "warm": warm,
-                     "ratio": warm["secs"] / first["secs"]}
-                c["remount"].setdefault(ds, []).append(p)
-                log("%s remount %d %s: first %.2f s (%.0f MiB/s, %d verified, %.2f s/GiB), "
-                    "warm %.2f s (%.0f MiB/s) -> %.2f  [busy %.0f%%]" % (
-                        cfg, r, ds, first["secs"], first["MiBps"],
-                        first["stats"]["verified_chunks"], first["daemon_s_per_gib"],
-                        warm["secs"], warm["MiBps"], p["ratio"], 100 * g["busy_before"]))
+                for key, binary in sides:
+                    if m is not None:
+                        c["mounts"].append(m.stop())
+                        m = None
+                    g = self.gate()
+                    tag = "%s-%d-%s%s" % (cfg, r, ds, "-base" if binary else "")
+                    m = Mount(self, cfg, tag, binary)
+                    first = self.epoch(m, ds, order, "3")
+                    warm = self.epoch(m, ds, order, "3")
+                    p = {"gate": g, "first": first, "warm": warm,
+                         "ratio": warm["secs"] / first["secs"]}
+                    c.setdefault(key, {}).setdefault(ds, []).append(p)
+                    log("%s remount %d %s%s: first %.2f s (%.0f MiB/s, %d verified, "
+                        "%.2f s/GiB), warm %.2f s (%.0f MiB/s) -> %.2f  [busy %.0f%%]" % (
+                            cfg, r, ds, " (base)" if binary else "", first["secs"],
+                            first["MiBps"], first["stats"]["verified_chunks"],
+                            first["daemon_s_per_gib"], warm["secs"], warm["MiBps"],
+                            p["ratio"], 100 * g["busy_before"]))
+        if m is None or a.base_bin:
+            if m is not None:
+                c["mounts"].append(m.stop())
+            m = Mount(self, cfg, "%s-pairs" % cfg)
+            for ds in SETS:         # untimed: every chunk verified before the pairs
+                self.epoch(m, ds, self.order(ds), "3")
         for drop in a.drops:
             for ds in SETS:
                 if drop == "none":      # both sides start from what they left in memory
@@ -612,8 +632,9 @@ def summary(res):
                     "other": med([e["other_share"] for e in fz + [p["local"] for p in ps]]),
                     "before": med([p["gate"]["busy_before"] for p in ps]),
                 }
-        for ds, ps in c["remount"].items():
-            out["remount"][(cfg, ds)] = {
+        for key, ds, ps in [(k, ds, ps) for k in ("remount", "remount_base")
+                            for ds, ps in c.get(k, {}).items()]:
+            out["remount"][(cfg + (" (base)" if key == "remount_base" else ""), ds)] = {
                 "ratios": [p["ratio"] for p in ps],
                 "disturbed": sum(1 for p in ps if p["first"].get("disturbed") or
                                  p["warm"].get("disturbed")),
@@ -752,7 +773,7 @@ def render(res):
              "Daemon CPU s/GiB, first | Daemon CPU s/GiB, warm | Chunks verified | "
              "PT opens, first | Disturbed |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
-    for cfg in res["configs"]:
+    for cfg in [x + y for x in res["configs"] for y in ("", " (base)")]:
         for ds in SETS:
             r = s["remount"].get((cfg, ds))
             if r:
@@ -841,6 +862,9 @@ def main():
                     help="seconds the whole run may wait for an idle machine")
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--fusefs-args", default="", help="extra fusefs mount options")
+    ap.add_argument("--base-bin", default="",
+                    help="another fusefs binary (e.g. main's): each remount measurement is "
+                    "then a pair, this binary's mount first, --bin's second")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     a = ap.parse_args()
     a.configs = [c for c in a.configs.split(",") if c]

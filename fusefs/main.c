@@ -40,6 +40,7 @@
 #include "ctl.h"
 #include "lists.h"
 #include "prefetch.h"
+#include "verifier.h"
 #include "stats.h"
 
 #define EXIT_USAGE	2
@@ -385,6 +386,7 @@ static int cmd_mount(int argc, char **argv)
 	struct metrics *metrics = NULL;
 	struct lists *lists = NULL;
 	struct prefetcher *pf = NULL;
+	struct verifier *ver = NULL;
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
 	char path[4096];
@@ -452,6 +454,9 @@ static int cmd_mount(int argc, char **argv)
 	if (!lists)
 		goto out;
 	lists_set_idle(lists, cf.list_idle_s);
+	if (verifier_start(&ver, cache, fetch, lists, cf.verify_depth,
+			   &st))
+		goto out;
 	if (prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;
 	ctl = ctl_create(&(struct ctl_deps){ .st = &st, .cache = cache,
@@ -466,7 +471,7 @@ static int cmd_mount(int argc, char **argv)
 			.st = &st, .cache = cache, .nm = nm, .lists = lists }))
 		goto out;
 	deps = (struct fs_deps){ .cf = &cf, .nm = nm, .cache = cache, .ctl = ctl,
-				 .fetch = fetch, .st = &st };
+				 .fetch = fetch, .st = &st, .verifier = ver };
 	deps.on_ready = report_ready;
 	deps.ready_arg = &cf;
 	rc = fs_run(&deps, ready_fd) ? 1 : 0;
@@ -475,6 +480,7 @@ static int cmd_mount(int argc, char **argv)
 	notify_send("STOPPING=1\nSTATUS=unmounted, saving the cache index");
 out:
 	metrics_stop(metrics);
+	verifier_stop(ver);
 	prefetch_stop(pf);
 	fetch_destroy(fetch);
 	prefetch_destroy(pf);

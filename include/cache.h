@@ -140,13 +140,63 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 /* cache_abandon() - end a claim without storing: CH_ABSENT again */
 void cache_abandon(struct cache *c, struct centry *ce, uint32_t n);
 /*
+ * Verification of chunks from an earlier run.  One read per chunk at a
+ * time (single flight): a chunk being read to be checked is not read
+ * again by another thread, which waits for the first one's verdict.
+ * Hashing runs with no lock held.
+ *
  * cache_verify_chunk() - read UNVERIFIED chunk @n into @cb and check its
  * checksum; mark it PRESENT, or drop it (ABSENT, index record removed)
- * on a mismatch.  Return: 0 good, -EBADMSG dropped, -EAGAIN someone else
- * settled it meanwhile (look again), -errno.
+ * on a mismatch.  If another thread is reading it to verify it, waits
+ * for that verdict instead (@cb then holds nothing).  Caller holds a
+ * reference.  Return: 0 good (@cb holds the chunk), -EBADMSG dropped,
+ * -EAGAIN settled by someone else (look again), -errno.
  */
 int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		       struct chunkbuf *cb);
+
+/* one verification read claimed by cache_verify_begin() */
+struct cache_vread {
+	struct centry *ce;	/* a busy reference is held until _end() */
+	uint32_t n;		/* chunk */
+	uint32_t len;		/* its valid bytes */
+	int fd;			/* read @rlen bytes at @off from @fd into a */
+	uint64_t off;		/* 4 KiB aligned buffer of chunk size */
+	size_t rlen;
+};
+
+/*
+ * cache_verify_begin() - claim the first UNVERIFIED chunk of @ce at or
+ * after chunk @from that nobody is verifying, for an asynchronous read
+ * (the background verifier).  @buffered: read through the page cache
+ * (the kernel will read the file next, passthrough) instead of O_DIRECT.
+ * Return: 1 and *@vr (end it with cache_verify_end()), 0 none left,
+ * -errno (data file).
+ */
+int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
+		       bool buffered, struct cache_vread *vr);
+/*
+ * cache_verify_end() - the read of @vr returned @got bytes (or -errno)
+ * at @data: hash (unlocked), settle the chunk as cache_verify_chunk()
+ * does, drop the reference.  Return: 0 good, -EBADMSG dropped.
+ */
+int cache_verify_end(struct cache *c, struct cache_vread *vr,
+		     const void *data, ssize_t got);
+/* cache_verify_abort() - give up @vr without a verdict (its read failed
+ * or was cancelled): the chunk stays UNVERIFIED for a reader to check */
+void cache_verify_abort(struct cache *c, struct cache_vread *vr);
+/* cache_verify_hold() - 1 and a busy reference on the entry of @fid if
+ * it has UNVERIFIED chunks (drop it with cache_busy_put()), else 0 */
+int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out);
+/* cache_unverified() - UNVERIFIED chunks of @ce */
+uint32_t cache_unverified(struct cache *c, const struct centry *ce);
+/* cache_unverified_total() - UNVERIFIED chunks of every current entry */
+uint64_t cache_unverified_total(struct cache *c);
+/*
+ * cache_unverified_by_heat() - the ids of files with UNVERIFIED chunks,
+ * hottest first (malloc'ed, caller frees).  Return: 0, -ENOMEM.
+ */
+int cache_unverified_by_heat(struct cache *c, uint64_t **fids, size_t *n);
 /*
  * cache_pread() - @len bytes at file offset @off from PRESENT chunks into
  * @buf (4 KiB aligned, room for @len rounded up to 4 KiB plus 4 KiB).
@@ -157,7 +207,8 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 /*
  * cache_passthrough_fd() - the data file of open entry @ce, for the kernel
  * to read directly: only when every chunk is on disk and verified (chunks
- * from an earlier run are verified now, on the caller's thread) and the
+ * from an earlier run still unverified, when no verifier did it before,
+ * are verified now, on the caller's thread) and the
  * file is exactly the object's size (O_DIRECT padding cut off).
  * Return: an fd (owned by the cache, valid while @ce is open), -EAGAIN
  * if the file is not complete, -errno.

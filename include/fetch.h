@@ -97,6 +97,10 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
  * or the policy did not want them).
  */
 void fetch_close(struct fetcher *f, struct centry *ce);
+/* fetch_keep_verified() - chunk @n of open @ce was just verified into @cb
+ * (the background verifier): keep it in memory for its readers */
+void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
+			 struct chunkbuf *cb);
 
 /*
  * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at

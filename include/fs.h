@@ -21,6 +21,7 @@
 #include "fetch.h"
 #include "nsmgr.h"
 #include "stats.h"
+#include "verifier.h"
 
 struct fs_deps {
 	const struct fusefs_conf *cf;
@@ -29,6 +30,7 @@ struct fs_deps {
 	struct fetcher *fetch;
 	struct stats *st;
 	struct ctl *ctl;		/* control files under .fusefs/ */
+	struct verifier *verifier;	/* may be NULL (--verify-depth 0) */
 	/* on_ready() - called once the mount answers (e.g. systemd notify) */
 	void (*on_ready)(void *arg);
 	void *ready_arg;

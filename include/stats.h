@@ -37,6 +37,15 @@
 	X(lists_published)	/* epoch lists accepted */		\
 	X(passthrough_opens)	/* opens the kernel reads directly */	\
 	X(passthrough_bytes)	/* their file sizes (reads not seen) */	\
+	/* verification of chunks from an earlier run (verifier.h) */	\
+	X(verify_reads)		/* chunk reads to verify, by anyone */	\
+	X(verify_waits)		/* reads that waited for another's check */ \
+	X(verifier_chunks)	/* chunks the background verifier passed */ \
+	X(verifier_failed)	/* chunks it found damaged (dropped) */	\
+	X(verifier_open_waits)	/* opens that waited for their file's check */ \
+	X(verifier_kept)	/* verified chunks handed to open files' readers */ \
+	X(data_flushes)		/* FLUSH requests for data files */	\
+	X(data_file_opens)	/* data files opened (kept open while idle) */ \
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
 	X(backend_read_us_le_4000)					\
 	X(backend_read_us_le_16000)					\

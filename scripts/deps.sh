@@ -11,7 +11,7 @@ PKGS=(
   fuse3 libfuse3-dev
   librados-dev
   liblmdb-dev lmdb-utils
-  libxxhash-dev
+  libxxhash-dev liburing-dev
   libcurl4-openssl-dev libxml2-dev
   libinih-dev libmicrohttpd-dev
   zlib1g-dev libzstd-dev zstd      # manifests: gzip, zstd (zstd: tests)

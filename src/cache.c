@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,9 +90,10 @@ static struct centry *centry_new(struct cache *c, uint64_t fid,
 	ce->fd = ce->dfd = -1;
 	ce->nchunks = (uint32_t)nchunks;
 	ce->state = calloc(nchunks ? nchunks : 1, 1);
+	ce->verifying = calloc(nchunks ? nchunks : 1, 1);
 	ce->sum = calloc(nchunks ? nchunks : 1, sizeof(*ce->sum));
 	ce->pn = policy_node(&c->pol, fid);
-	if (!ce->key || !ce->state || !ce->sum || !ce->pn) {
+	if (!ce->key || !ce->state || !ce->verifying || !ce->sum || !ce->pn) {
 		centry_free(ce);
 		return NULL;
 	}
@@ -102,6 +104,7 @@ void centry_free(struct centry *ce)
 {
 	free(ce->key);
 	free(ce->state);
+	free(ce->verifying);
 	free(ce->sum);
 	free(ce);
 }
@@ -132,10 +135,42 @@ static struct policy_node *owner_node(const struct centry *ce)
 	return ce->stale ? NULL : ce->pn;
 }
 
-static void refs_changed_locked(struct centry *ce)
+static void idle_unlink_locked(struct cache *c, struct centry *ce)
+{
+	if (!ce->idle)
+		return;
+	if (ce->idle_prev)
+		ce->idle_prev->idle_next = ce->idle_next;
+	else
+		c->idle_head = ce->idle_next;
+	if (ce->idle_next)
+		ce->idle_next->idle_prev = ce->idle_prev;
+	else
+		c->idle_tail = ce->idle_prev;
+	ce->idle_prev = ce->idle_next = NULL;
+	ce->idle = false;
+	c->nidle--;
+}
+
+static void idle_push_locked(struct cache *c, struct centry *ce)
+{
+	ce->idle_prev = c->idle_tail;
+	ce->idle_next = NULL;
+	if (c->idle_tail)
+		c->idle_tail->idle_next = ce;
+	else
+		c->idle_head = ce;
+	c->idle_tail = ce;
+	ce->idle = true;
+	c->nidle++;
+}
+
+static void refs_changed_locked(struct cache *c, struct centry *ce)
 {
 	if (!ce->stale)
 		ce->pn->in_use = ce->opens || ce->busy;
+	if (ce->opens || ce->busy)
+		idle_unlink_locked(c, ce);	/* used again: files are open */
 }
 
 static bool grave_pending_locked(const struct cache *c, uint64_t fid)
@@ -156,6 +191,8 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 	if (g) {
 		g->fid = ce->fid;
 		g->gen = ce->gen;
+		g->fd = ce->fd;
+		g->dfd = ce->dfd;
 		g->next = c->graves;
 		c->graves = g;
 		g->todo = l->graves;
@@ -163,6 +200,10 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 	} else {
 		log_warn("out of memory: data file of '%s' left for the next start",
 			 str_log(ce->key));
+		if (ce->fd >= 0)	/* rare: better than leaking it */
+			close(ce->fd);
+		if (ce->dfd >= 0)
+			close(ce->dfd);
 	}
 	centry_free(ce);
 }
@@ -180,6 +221,10 @@ static void later_run(struct cache *c, struct later *l)
 	if (!l->graves)
 		return;
 	for (g = l->graves; g; g = g->todo) {
+		if (g->fd >= 0)
+			close(g->fd);
+		if (g->dfd >= 0)
+			close(g->dfd);
 		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
 		if (unlink(path) && errno != ENOENT)
 			log_warn("cannot remove %s: %s", path, strerror(errno));
@@ -199,9 +244,11 @@ static void later_run(struct cache *c, struct later *l)
 /* drop @ce from the table and the policy's entries */
 static void forget_locked(struct cache *c, struct centry *ce)
 {
+	idle_unlink_locked(c, ce);
 	policy_del(&c->pol, ce->pn);
 	htab_del(&c->tab, ce->fid);
 	c->files--;
+	c->unverified -= ce->unverified;
 }
 
 /* evict idle entry @v: accounting and index now, its file after unlock */
@@ -249,9 +296,23 @@ static int make_room_locked(struct cache *c, struct centry *ce,
 static void release_locked(struct cache *c, struct centry *ce,
 			   struct later *l)
 {
-	refs_changed_locked(ce);
+	refs_changed_locked(c, ce);
 	if (ce->opens || ce->busy)
 		return;
+	if (!ce->stale && ce->fd >= 0 && c->idle_max) {
+		/* keep the files open for the next user; close the oldest */
+		idle_push_locked(c, ce);
+		if (c->nidle <= c->idle_max)
+			return;
+		ce = c->idle_head;
+		idle_unlink_locked(c, ce);
+	}
+	if (l->fd[0] >= 0 || l->fd[1] >= 0) {
+		/* one release per later: cannot happen, do not leak */
+		log_warn("cache: closing data files under the lock");
+		close(l->fd[0]);
+		close(l->fd[1]);
+	}
 	l->fd[0] = ce->fd;
 	l->fd[1] = ce->dfd;
 	ce->fd = ce->dfd = -1;
@@ -277,6 +338,7 @@ static int ensure_files(struct cache *c, struct centry *ce)
 	ce->opening = true;
 	pthread_mutex_unlock(&c->lock);
 
+	stat_inc(c->st, data_file_opens);
 	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
 	fd = open(path, flags | O_CREAT, 0600);
 	if (fd < 0 && errno == ENOENT) {
@@ -448,7 +510,7 @@ int cache_attach(struct cache *c, uint64_t fid, const char *key,
 	rc = get_locked(c, fid, key, a, &ce, changed, &l);
 	if (!rc) {
 		ce->opens++;
-		refs_changed_locked(ce);
+		refs_changed_locked(c, ce);
 		policy_touch(&c->pol, ce->pn, now_s());
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -475,7 +537,7 @@ int cache_hold(struct cache *c, uint64_t fid, const char *key,
 	rc = get_locked(c, fid, key, a, out, &changed, &l);
 	if (!rc) {
 		(*out)->busy++;
-		refs_changed_locked(*out);
+		refs_changed_locked(c, *out);
 	}
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
@@ -499,7 +561,7 @@ void cache_busy_get(struct cache *c, struct centry *ce)
 {
 	pthread_mutex_lock(&c->lock);
 	ce->busy++;
-	refs_changed_locked(ce);
+	refs_changed_locked(c, ce);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -687,41 +749,231 @@ static ssize_t pread_full(int fd, char *buf, size_t len, uint64_t off)
 	return done;
 }
 
+/*
+ * Settle UNVERIFIED chunk @n of @ce, whose bytes a verification read
+ * found good (@ok) or not: PRESENT, or ABSENT with its record and space
+ * gone.  Ends the single flight and wakes who waits for it.  Locked.
+ */
+static int settle_locked(struct cache *c, struct centry *ce, uint32_t n,
+			 bool ok, bool read_error)
+{
+	uint32_t len = cache_chunk_len(c, ce, n);
+
+	ce->verifying[n] = 0;
+	pthread_cond_broadcast(&c->cond);
+	if (ce->state[n] != CH_UNVERIFIED)
+		return -EAGAIN;		/* cannot happen: the flag held it */
+	ce->unverified--;
+	if (!ce->stale)
+		c->unverified--;
+	if (ok) {
+		ce->state[n] = CH_PRESENT;
+		stat_inc(c->st, verified_chunks);
+		return 0;
+	}
+	ce->state[n] = CH_ABSENT;
+	ce->used -= blocks(len);
+	policy_charge(&c->pol, owner_node(ce), -(int64_t)blocks(len));
+	if (!ce->stale)
+		meta_q_drop_chunk(c->meta, ce->fid, n);
+	stat_inc(c->st, checksum_failures);
+	log_warn("cached chunk %u of '%s' failed verification%s: refetching",
+		 n, str_log(ce->key), read_error ? " (read error)" : "");
+	return -EBADMSG;
+}
+
+/* did the verification read of @len bytes (@got, or -errno) match @sum */
+static bool bytes_match(const void *data, ssize_t got, uint32_t len,
+			uint64_t sum)
+{
+	return got >= (ssize_t)len && hash64(data, len, 0) == sum;
+}
+
 int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		       struct chunkbuf *cb)
 {
 	uint32_t len = cache_chunk_len(c, ce, n);
 	uint64_t off = (uint64_t)n * c->chunk_size;
+	bool direct, ok, waited = false;
 	ssize_t r;
-	bool direct;
 	int rc;
 
 	rc = ensure_files(c, ce);
 	if (rc)
 		return rc;
+	pthread_mutex_lock(&c->lock);
+	while (n < ce->nchunks && ce->verifying[n]) {
+		/* single flight: the bytes are being read by someone else */
+		waited = true;
+		pthread_cond_wait(&c->cond, &c->lock);
+	}
+	if (waited || n >= ce->nchunks || ce->state[n] != CH_UNVERIFIED) {
+		/* settled meanwhile; @cb holds nothing: let the caller look */
+		pthread_mutex_unlock(&c->lock);
+		if (waited)
+			stat_inc(c->st, verify_waits);
+		return -EAGAIN;
+	}
+	ce->verifying[n] = 1;
+	pthread_mutex_unlock(&c->lock);
+
+	stat_inc(c->st, verify_reads);
 	direct = ce->dfd >= 0;
 	r = pread_full(direct ? ce->dfd : ce->fd, cb->data,
 		       direct ? blocks(len) : len, off);
 	cb->len = len;
+	ok = bytes_match(cb->data, r, len, ce->sum[n]);	/* no lock held */
 	pthread_mutex_lock(&c->lock);
-	if (ce->state[n] != CH_UNVERIFIED) {
-		/* someone else decided meanwhile; let the caller look again */
-		rc = ce->state[n] == CH_PRESENT ? 0 : -EAGAIN;
-	} else if (r >= (ssize_t)len && hash64(cb->data, len, 0) == ce->sum[n]) {
-		ce->state[n] = CH_PRESENT;
-		stat_inc(c->st, verified_chunks);
-	} else {
-		ce->state[n] = CH_ABSENT;
-		ce->used -= blocks(len);
-		policy_charge(&c->pol, owner_node(ce), -(int64_t)blocks(len));
-		meta_q_drop_chunk(c->meta, ce->fid, n);
-		stat_inc(c->st, checksum_failures);
-		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
-			 n, str_log(ce->key), r < 0 ? " (read error)" : "");
-		rc = -EBADMSG;
-	}
+	rc = settle_locked(c, ce, n, ok, r < 0);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
+		       bool buffered, struct cache_vread *vr)
+{
+	uint32_t n;
+	int rc;
+
+	rc = ensure_files(c, ce);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	for (n = from; n < ce->nchunks; n++)
+		if (ce->state[n] == CH_UNVERIFIED && !ce->verifying[n])
+			break;
+	if (n >= ce->nchunks) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	ce->verifying[n] = 1;
+	ce->busy++;
+	refs_changed_locked(c, ce);
+	pthread_mutex_unlock(&c->lock);
+
+	stat_inc(c->st, verify_reads);
+	vr->ce = ce;
+	vr->n = n;
+	vr->len = cache_chunk_len(c, ce, n);
+	vr->off = (uint64_t)n * c->chunk_size;
+	if (buffered || ce->dfd < 0) {
+		vr->fd = ce->fd;
+		vr->rlen = vr->len;
+	} else {
+		vr->fd = ce->dfd;
+		vr->rlen = blocks(vr->len);
+	}
+	return 1;
+}
+
+int cache_verify_end(struct cache *c, struct cache_vread *vr,
+		     const void *data, ssize_t got)
+{
+	struct centry *ce = vr->ce;
+	bool ok;
+	int rc;
+
+	ok = bytes_match(data, got, vr->len, ce->sum[vr->n]);	/* unlocked */
+	pthread_mutex_lock(&c->lock);
+	rc = settle_locked(c, ce, vr->n, ok, got < 0);
+	pthread_mutex_unlock(&c->lock);
+	cache_busy_put(c, ce);
+	vr->ce = NULL;
+	return rc;
+}
+
+void cache_verify_abort(struct cache *c, struct cache_vread *vr)
+{
+	pthread_mutex_lock(&c->lock);
+	vr->ce->verifying[vr->n] = 0;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	cache_busy_put(c, vr->ce);
+	vr->ce = NULL;
+}
+
+int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out)
+{
+	struct centry *ce;
+	int held = 0;
+
+	pthread_mutex_lock(&c->lock);
+	ce = htab_get(&c->tab, fid);
+	if (ce && ce->unverified) {
+		ce->busy++;
+		refs_changed_locked(c, ce);
+		*out = ce;
+		held = 1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return held;
+}
+
+uint32_t cache_unverified(struct cache *c, const struct centry *ce)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = ce->unverified;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+uint64_t cache_unverified_total(struct cache *c)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->unverified;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+struct fid_heat {
+	uint64_t fid;
+	double score;
+};
+
+static int hotter_first(const void *a, const void *b)
+{
+	double x = ((const struct fid_heat *)a)->score;
+	double y = ((const struct fid_heat *)b)->score;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int cache_unverified_by_heat(struct cache *c, uint64_t **fids, size_t *n)
+{
+	struct fid_heat *fh;
+	int64_t now = now_s();
+	size_t i, k = 0, cap;
+	uint64_t *ids;
+
+	pthread_mutex_lock(&c->lock);
+	cap = c->files ? c->files : 1;
+	fh = malloc(cap * sizeof(*fh));
+	for (i = 0; fh && i < c->tab.cap && k < cap; i++) {
+		struct centry *ce = c->tab.slot[i];
+
+		if (!ce || !ce->unverified)
+			continue;
+		fh[k].fid = ce->fid;
+		fh[k].score = policy_heat(&c->pol, ce->pn, now);
+		k++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	ids = fh ? malloc(cap * sizeof(*ids)) : NULL;
+	if (!ids) {
+		free(fh);
+		return -ENOMEM;
+	}
+	qsort(fh, k, sizeof(*fh), hotter_first);
+	for (i = 0; i < k; i++)
+		ids[i] = fh[i].fid;
+	free(fh);
+	*fids = ids;
+	*n = k;
+	return 0;
 }
 
 int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
@@ -764,8 +1016,12 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 			if (!cb)
 				cb = chunkbuf_new(c->chunk_size);
 			rc = cb ? cache_verify_chunk(c, ce, n, cb) : -ENOMEM;
-			if (rc == -EBADMSG)
+			if (rc == -EAGAIN) {
+				n--;	/* settled by another thread: look again */
+				rc = 0;
+			} else if (rc == -EBADMSG) {
 				rc = -EAGAIN;	/* dropped: refetched on read */
+			}
 		} else if (s != CH_PRESENT) {
 			rc = s < 0 ? s : -EAGAIN;
 		}
@@ -868,6 +1124,19 @@ static void free_entries(struct cache *c)
 	htab_release(&c->tab);
 }
 
+/*
+ * How many unused entries may keep their two data files open: a quarter
+ * of the descriptors left after 512 for everything else, at most 16384.
+ */
+static unsigned idle_max(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur <= 512)
+		return 0;
+	return MIN((rl.rlim_cur - 512) / 4, (rlim_t)16384);
+}
+
 int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	       struct meta *m, struct stats *st)
 {
@@ -882,6 +1151,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	c->st = st;
 	c->chunk_size = cf->chunk_size;
 	c->lock_fd = -1;
+	c->idle_max = idle_max();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	htab_init(&c->tab, ce_key);

@@ -46,6 +46,8 @@ static int load_chunk(void *arg, uint64_t fid, uint32_t n,
 		return 0;
 	}
 	ce->state[n] = CH_UNVERIFIED;
+	ce->unverified++;
+	c->unverified++;
 	ce->sum[n] = r->sum;
 	ce->used += blocks(r->len);
 	policy_charge(&c->pol, ce->pn, (int64_t)blocks(r->len));

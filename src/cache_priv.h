@@ -26,6 +26,9 @@ struct centry {
 	int64_t mtime;
 	uint32_t nchunks;
 	uint8_t *state;		/* enum chunk_state per chunk */
+	uint8_t *verifying;	/* 1: a thread reads this UNVERIFIED chunk to
+				 * check it; others wait (single flight) */
+	uint32_t unverified;	/* chunks in CH_UNVERIFIED */
 	uint64_t *sum;		/* XXH3 per present chunk */
 	uint64_t used;		/* bytes accounted on disk */
 	int opens;		/* open file handles */
@@ -41,12 +44,16 @@ struct centry {
 	 * sees that, so the fields are atomic (tests/stress).
 	 */
 	_Atomic int fd, dfd;
+	/* unused but its files still open: in the cache's idle list */
+	struct centry *idle_prev, *idle_next;
+	bool idle;
 	struct policy_node *pn;	/* heat and eviction order, owned by policy */
 };
 
 /* a data file being unlinked: no new entry of @fid until it is gone */
 struct grave {
 	uint64_t fid, gen;
+	int fd, dfd;		/* still open (an idle entry's): closed first */
 	struct grave *next;	/* in cache.graves */
 	struct grave *todo;	/* in the burying thread's list */
 };
@@ -57,11 +64,20 @@ struct cache {
 	 * Order: fetch lock -> cache lock -> meta queue lock, lists lock.
 	 */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;	/* data files opened, graves gone */
+	pthread_cond_t cond;	/* data files opened, graves gone, chunks
+				 * verified */
 	struct htab tab;	/* fid -> centry (not stale) */
 	struct policy pol;
 	struct grave *graves;
 	uint64_t files;
+	uint64_t unverified;	/* CH_UNVERIFIED chunks of entries in tab */
+	/*
+	 * Entries nobody uses whose data files stay open, oldest first, so
+	 * that the next open of the file opens nothing (at most idle_max;
+	 * the oldest is closed beyond that).
+	 */
+	struct centry *idle_head, *idle_tail;
+	unsigned nidle;
 	/* constant after cache_open() */
 	struct meta *meta;
 	struct stats *st;
@@ -69,6 +85,7 @@ struct cache {
 	int lock_fd;
 	uint32_t chunk_size;
 	bool direct;		/* O_DIRECT usable for the data files */
+	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
 };
 

@@ -78,6 +78,8 @@ static const struct opt opts[] = {
 	  "CHUNKS    fetched ahead of a sequential reader (default 8)" },
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
 	  "N      backend reads in flight (default 32)" },
+	{ "verify-depth", OPT_UINT, O(verify_depth), 0, 64,
+	  "N      chunk reads the background verifier keeps in flight after a restart; 0: verify each chunk at its first read (default 8)" },
 	{ "retries", OPT_UINT, O(retries), 0, 20,
 	  "N           extra attempts after a failed backend read (default 3)" },
 	{ "op-timeout", OPT_UINT, O(op_timeout_s), 1, 3600,
@@ -132,6 +134,7 @@ void conf_init(struct fusefs_conf *cf)
 	cf->list_refresh_s = 300;
 	cf->readahead = 8;
 	cf->max_inflight = 32;
+	cf->verify_depth = 8;
 	cf->retries = 3;
 	cf->op_timeout_s = 15;
 	cf->connect_timeout_s = 15;

@@ -953,6 +953,18 @@ void fetch_close(struct fetcher *f, struct centry *ce)
 	pthread_mutex_unlock(&f->lock);
 }
 
+void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
+			 struct chunkbuf *cb)
+{
+	struct cache_ident ci;
+
+	cache_ident(ce, &ci);
+	pthread_mutex_lock(&f->lock);
+	if (cache_is_open(f->c, ce))	/* else fetch_close() dropped its set */
+		memchunks_put(&f->mem, ci.fid, ci.gen, n, cb);
+	pthread_mutex_unlock(&f->lock);
+}
+
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 {
 	struct cache_ident ci;

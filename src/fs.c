@@ -91,6 +91,17 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 96;
 }
 
+/* data-file opens carry noflush: a FLUSH of one is counted (a test sees
+ * none) and answered; control files commit on it */
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+
+	if (!fs_is_ctl(fs, ino))
+		stat_inc(fs->d->st, data_flushes);
+	fs_ctl_flush(req, ino, fi);
+}
+
 static void fs_erofs_entry(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent;
@@ -303,8 +314,9 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 /*
  * The mode of this open: a backing id > 0 when the kernel is to read the
  * cache file itself (passthrough.h), else 0.  Only files whose every
- * chunk is on disk and verified qualify; the file's chunks from an
- * earlier run are verified here, on this thread (local disk only).
+ * chunk is on disk and verified qualify; chunks from an earlier run are
+ * verified first: by the verifier, this file before any other, while
+ * this worker waits (local disk only), or here without a verifier.
  */
 static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce)
 {
@@ -313,8 +325,12 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce)
 
 	if (!passthrough_active(fs->pt))
 		return 0;
-	if (cache_is_complete(fs->d->cache, ce))
+	verifier_set_passthrough(fs->d->verifier, true);
+	if (cache_is_complete(fs->d->cache, ce)) {
+		/* -ESHUTDOWN: cache_passthrough_fd() verifies them itself */
+		verifier_wait_file(fs->d->verifier, ce);
 		fd = cache_passthrough_fd(fs->d->cache, ce);
+	}
 	id = passthrough_acquire(fs->pt, ino, fd < 0 ? -1 : fd);
 	if (id > 0) {
 		cache_ident(ce, &ci);
@@ -364,6 +380,8 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 	backing = open_passthrough(fs, ino, ce);
 	if (backing > 0)
 		passthrough_mark_reply(backing);
+	else
+		verifier_note_open(fs->d->verifier, ce);
 	if (fuse_reply_open(req, fi)) {
 		/* interrupted: no release will come for this open */
 		passthrough_mark_reply(0);
@@ -541,7 +559,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.setxattr = fs_xattr_set,
 	.removexattr = fs_xattr_remove,
 	.write = fs_ctl_write,
-	.flush = fs_ctl_flush,
+	.flush = fs_flush,
 	.create = fs_ctl_create,
 	.setattr = fs_ctl_setattr,
 	.mkdir = fs_mkdir,

@@ -24,6 +24,8 @@ char *report_text(const struct report_src *src, size_t *len)
 	cache_usage(c, &used, &limit, &files);
 	fprintf(f, "cache_bytes_used %" PRIu64 "\ncache_bytes_limit %" PRIu64
 		"\ncache_files %" PRIu64 "\n", used, limit, files);
+	fprintf(f, "cache_chunks_unverified %" PRIu64 "\n",
+		cache_unverified_total(c));
 	s = ns_stats(nsmgr_rdlock(nm));
 	for (k = PM_BAD_EMPTY; k < PM_NKINDS; k++)
 		skipped += s->skipped[k];

@@ -4,6 +4,8 @@
  * arithmetic, persistence across a restart without backend reads,
  * checksum failures, the size bound, changed objects, sizes refused.
  */
+#include <stdatomic.h>
+
 #include "cachenv.h"
 
 static void test_chunk_len(void)
@@ -205,6 +207,163 @@ static void test_size_change_drops_entry(void)
 	env_fini(&e);
 }
 
+/* a cache restarted over @n files of 2 chunks + 5 bytes: all UNVERIFIED */
+static void restart_with(struct env *e, const char *const *keys, int n,
+			 char **data)
+{
+	char *got = malloc(3 * CS);
+	struct centry *ce;
+	int i;
+
+	env_init(e, 64 * CS, 0, READ_DIRECT);
+	for (i = 0; i < n; i++) {
+		data[i] = pattern(2 * CS + 5, 20 + i);
+		mem_put(e->be, keys[i], data[i], 2 * CS + 5);
+		ce = attach(e, keys[i], NULL);
+		CHECK_INT(read_all(e, ce, got, 2 * CS + 5), ==, 0);
+		cache_detach(e->cache, ce);
+	}
+	env_stop(e);
+	env_start(e);
+	CHECK_INT(cache_unverified_total(e->cache), ==, 3 * n);
+	free(got);
+}
+
+/* one verification read as the verifier does it, synchronously */
+static int verify_next(struct env *e, struct centry *ce, uint32_t from,
+		       uint32_t *n, char *buf)
+{
+	struct cache_vread vr;
+	ssize_t got;
+	int rc;
+
+	rc = cache_verify_begin(e->cache, ce, from, false, &vr);
+	if (rc != 1)
+		return rc;
+	*n = vr.n;
+	got = pread(vr.fd, buf, vr.rlen, vr.off);
+	return cache_verify_end(e->cache, &vr, buf, got < 0 ? -errno : got) ?: 1;
+}
+
+static void test_verify_begin_end(void)
+{
+	static const char *const keys[] = { "v0", "v1" };
+	char *data[2], *buf = aligned_alloc(4096, CS), *got = malloc(3 * CS);
+	struct centry *ce;
+	uint32_t n = 0, from = 0;
+	uint64_t *fids;
+	size_t nf;
+	struct env e;
+	int rc;
+
+	restart_with(&e, keys, 2, data);
+	CHECK_INT(cache_unverified_by_heat(e.cache, &fids, &nf), ==, 0);
+	CHECK_INT(nf, ==, 2);
+	free(fids);
+	CHECK_INT(cache_verify_hold(e.cache, hash64("v0", 2, 3), &ce), ==, 1);
+	while ((rc = verify_next(&e, ce, from, &n, buf)) == 1)
+		from = n + 1;
+	CHECK_INT(rc, ==, 0);
+	CHECK_INT(cache_unverified(e.cache, ce), ==, 0);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 2), ==, CH_PRESENT);
+	cache_busy_put(e.cache, ce);
+	CHECK_INT(cache_verify_hold(e.cache, hash64("v0", 2, 3), &ce), ==, 0);
+	CHECK_INT(cache_unverified_total(e.cache), ==, 3);
+	CHECK_INT(e.st.verified_chunks, ==, 3);
+	CHECK_INT(e.st.verify_reads, ==, 3);
+	/* served from disk, no backend read, no second verification */
+	ce = attach(&e, "v0", NULL);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
+	CHECK(!memcmp(got, data[0], 2 * CS + 5));
+	CHECK_INT(mem_reads(e.be), ==, 6);
+	CHECK_INT(e.st.verify_reads, ==, 3);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data[0]);
+	free(data[1]);
+	free(buf);
+	free(got);
+}
+
+static void test_verify_end_drops_a_damaged_chunk(void)
+{
+	static const char *const keys[] = { "d" };
+	char *data[1], *buf = aligned_alloc(4096, CS), *got = malloc(3 * CS);
+	struct cache_vread vr;
+	struct centry *ce;
+	struct env e;
+	ssize_t r;
+
+	restart_with(&e, keys, 1, data);
+	ce = attach(&e, "d", NULL);
+	CHECK_INT(cache_verify_begin(e.cache, ce, 1, false, &vr), ==, 1);
+	CHECK_INT(vr.n, ==, 1);
+	r = pread(vr.fd, buf, vr.rlen, vr.off);
+	CHECK(r >= (ssize_t)vr.len);
+	buf[77] ^= 1;			/* as if the disk returned it so */
+	CHECK_INT(cache_verify_end(e.cache, &vr, buf, r), ==, -EBADMSG);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 1), ==, CH_ABSENT);
+	CHECK_INT(e.st.checksum_failures, ==, 1);
+	CHECK_INT(cache_unverified(e.cache, ce), ==, 2);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
+	CHECK(!memcmp(got, data[0], 2 * CS + 5));
+	CHECK_INT(mem_reads(e.be), ==, 3 + 1);	/* chunk 1 again */
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data[0]);
+	free(buf);
+	free(got);
+}
+
+struct verify_arg {
+	struct env *e;
+	struct centry *ce;
+	atomic_int rc;
+	atomic_bool done;
+};
+
+static void *verify_thread(void *arg)
+{
+	struct verify_arg *a = arg;
+	struct chunkbuf *cb = chunkbuf_new(CS);
+
+	a->rc = cache_verify_chunk(a->e->cache, a->ce, 0, cb);
+	a->done = true;
+	chunkbuf_put(cb);
+	return NULL;
+}
+
+/* a reader of a chunk being verified waits for that verdict, no 2nd read */
+static void test_verify_single_flight(void)
+{
+	static const char *const keys[] = { "s" };
+	char *data[1], *buf = aligned_alloc(4096, CS);
+	struct verify_arg a = { 0 };
+	struct cache_vread vr;
+	pthread_t t;
+	ssize_t r;
+	struct env e;
+
+	restart_with(&e, keys, 1, data);
+	a.e = &e;
+	a.ce = attach(&e, "s", NULL);
+	CHECK_INT(cache_verify_begin(e.cache, a.ce, 0, false, &vr), ==, 1);
+	CHECK_INT(pthread_create(&t, NULL, verify_thread, &a), ==, 0);
+	usleep(200 * 1000);
+	CHECK(!a.done);				/* waits for our verdict */
+	r = pread(vr.fd, buf, vr.rlen, vr.off);
+	CHECK_INT(cache_verify_end(e.cache, &vr, buf, r), ==, 0);
+	pthread_join(t, NULL);
+	CHECK_INT(a.rc, ==, -EAGAIN);		/* look again: PRESENT */
+	CHECK_INT(cache_chunk_state(e.cache, a.ce, 0), ==, CH_PRESENT);
+	CHECK_INT(e.st.verify_reads, ==, 1);
+	CHECK_INT(e.st.verify_waits, ==, 1);
+	cache_detach(e.cache, a.ce);
+	env_fini(&e);
+	free(data[0]);
+	free(buf);
+}
+
 int main(void)
 {
 	runner_name = "test_cache";
@@ -216,5 +375,8 @@ int main(void)
 	TEST(test_changed_object);
 	TEST(test_huge_size_refused);
 	TEST(test_size_change_drops_entry);
+	TEST(test_verify_begin_end);
+	TEST(test_verify_end_drops_a_damaged_chunk);
+	TEST(test_verify_single_flight);
 	return runner_done();
 }

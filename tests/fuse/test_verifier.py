@@ -1,0 +1,270 @@
+"""Verification off the read path and fewer round trips per file.
+
+After a remount every cached chunk is UNVERIFIED: the background verifier
+(src/verifier.c) reads and checks them all without any read through the
+mount; a damaged chunk is dropped and refetched, never served (daemon
+path and passthrough); readers of one unverified chunk share one
+verification read; a passthrough open waits for its file's verification
+and stays passthrough. Data-file opens send no FLUSH, and a changed
+object is noticed by the background re-check and the kernel's cached
+attributes dropped before their timeout ends."""
+
+import os
+import threading
+import time
+
+import pytest
+
+from checks import cached, flip_cached_byte, rnd
+from mountlib import wait_for
+from util import CHUNK, put, read_uncached
+
+
+def blocks(n):
+    return (n + 4095) // 4096 * 4096
+
+
+def chunks(n):
+    return (n + CHUNK - 1) // CHUNK
+
+
+def warm_all(m, files):
+    """read every file through the daemon and wait until it is all on disk,
+    and until the index has it (committed every 250 ms)"""
+    for name, d in files.items():
+        assert read_uncached(m.path(name)) == d, name
+    for name, d in files.items():
+        assert wait_for(lambda: cached(m, name) == blocks(len(d))), name
+    time.sleep(1)
+
+
+def all_verified(m):
+    return m.stats()["cache_chunks_unverified"] == 0
+
+
+def test_verifier_checks_every_chunk_without_a_read(mounter, sized, tmp_path):
+    cache = str(tmp_path / "cache")
+    m = mounter(cache=cache)
+    warm_all(m, sized)
+    m.umount()
+    m = mounter(cache=cache)
+    assert wait_for(lambda: all_verified(m))
+    s = m.stats()
+    want = sum(chunks(len(d)) for d in sized.values())
+    assert s["reads"] == 0 and s["passthrough_opens"] == 0, s
+    assert s["verifier_chunks"] == want, s
+    assert s["verified_chunks"] == want and s["verify_reads"] == want, s
+    assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
+    for name, d in sized.items():
+        assert read_uncached(m.path(name)) == d, name
+    s = m.stats()
+    assert s["bytes_from_backend"] == 0 and s["verify_reads"] == want, s
+    assert "verifier: every cached chunk verified" in m.log()
+
+
+@pytest.mark.parametrize("passthrough", ["auto", "off"])
+def test_damaged_chunk_found_by_the_verifier_is_refetched(mounter, src, tmp_path,
+                                                          passthrough):
+    d = rnd(2 * CHUNK + 100, 21)
+    put(src, {"f": d})
+    cache = str(tmp_path / "cache")
+    m = mounter("--passthrough", passthrough, cache=cache)
+    warm_all(m, {"f": d})
+    m.umount()
+    flip_cached_byte(cache, at=CHUNK + 5)
+    m = mounter("--passthrough", passthrough, cache=cache)
+    assert wait_for(lambda: all_verified(m))
+    s = m.stats()
+    assert s["reads"] == 0, s                            # found by the verifier
+    assert s["verifier_failed"] == 1 and s["checksum_failures"] == 1, s
+    assert s["verifier_chunks"] == 2, s
+    assert cached(m, "f") == blocks(len(d)) - CHUNK      # dropped
+    assert read_uncached(m.path("f")) == d               # never served
+    s = m.stats()
+    assert s["bytes_from_backend"] == CHUNK, s           # refetched, once
+    assert s["passthrough_opens"] == 0, s                # was incomplete
+    assert wait_for(lambda: cached(m, "f") == blocks(len(d)))
+    if passthrough == "auto":
+        def passthrough_open():
+            n = m.stats()["passthrough_opens"]
+            assert read_uncached(m.path("f")) == d
+            return m.stats()["passthrough_opens"] > n
+        assert wait_for(passthrough_open)
+
+
+def test_concurrent_readers_of_one_chunk_share_one_verification(mounter, src,
+                                                                tmp_path):
+    """without the background verifier (--verify-depth 0) readers verify at
+    first use: 8 readers of different pages of one unverified chunk cause
+    one verification read, the others wait for its verdict"""
+    d = rnd(CHUNK, 22)
+    put(src, {"one": d})
+    cache = str(tmp_path / "cache")
+    args = ("--verify-depth", "0", "--passthrough", "off", "--readahead", "0")
+    m = mounter(*args, cache=cache)
+    warm_all(m, {"one": d})
+    m.umount()
+    m = mounter(*args, cache=cache)
+    assert m.stats()["cache_chunks_unverified"] == 1
+    go = threading.Barrier(8)
+    got, errors = {}, []
+
+    def reader(i):
+        try:
+            fd = os.open(m.path("one"), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                go.wait()
+                got[i] = os.pread(fd, 4096, i * (CHUNK // 8))
+            finally:
+                os.close(fd)
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(8):
+        off = i * (CHUNK // 8)
+        assert got[i] == d[off:off + 4096], i
+    s = m.stats()
+    assert s["verify_reads"] == 1 and s["verified_chunks"] == 1, s
+    assert s["verifier_chunks"] == 0 and s["reads"] >= 2, s
+    assert s["bytes_from_backend"] == 0, s
+
+
+def test_passthrough_open_after_remount_waits_for_verification(mounter, src,
+                                                               tmp_path):
+    files = {"s%02d" % i: rnd(3 * CHUNK + i, 30 + i) for i in range(8)}
+    put(src, files)
+    cache = str(tmp_path / "cache")
+    m = mounter(cache=cache)
+    warm_all(m, files)
+    m.umount()
+    m = mounter(cache=cache)
+    # at once, while the verifier works through the others: this open is
+    # verified first and then read by the kernel, not by the daemon
+    assert read_uncached(m.path("s07")) == files["s07"]
+    s = m.stats()
+    assert s["passthrough_opens"] == 1 and s["reads"] == 0, s
+    assert s["bytes_from_backend"] == 0, s
+    for name, d in files.items():
+        assert read_uncached(m.path(name)) == d, name
+    s = m.stats()
+    assert s["reads"] == 0 and s["passthrough_opens"] == 1 + len(files), s
+    assert wait_for(lambda: all_verified(m))
+    assert m.stats()["verify_reads"] == sum(chunks(len(d)) for d in files.values())
+
+
+def test_data_files_send_no_flush(mounter, sized):
+    m = mounter("--readahead", "0")
+    for name, d in sized.items():
+        assert read_uncached(m.path(name)) == d        # daemon path
+    for name, d in sized.items():
+        assert wait_for(lambda: cached(m, name) == blocks(len(d)))
+        with open(m.path(name), "rb") as f:            # passthrough or not
+            assert f.read() == d
+    assert m.stats()["data_flushes"] == 0
+    # the control files still get theirs (commit on close)
+    with open(os.path.join(m.mnt, ".fusefs", "evict"), "wb") as f:
+        f.write(b"zero\n")
+    assert m.stats()["data_flushes"] == 0
+
+
+def test_changed_object_invalidates_the_kernels_attributes(mounter, src):
+    """attributes are cached by the kernel for --revalidate seconds; a
+    re-check that finds a change drops them at once"""
+    put(src, {"c": b"A" * 5000})
+    m = mounter("--revalidate", "4")
+    assert os.stat(m.path("c")).st_size == 5000
+    time.sleep(4.3)                        # the daemon's answer is now stale
+    with open(src / "c", "wb") as f:
+        f.write(b"B" * 7000)
+    t0 = time.monotonic()
+    os.close(os.open(m.path("c"), os.O_RDONLY))   # queues a re-check
+    # the kernel got the old attributes again at that open, for 4 s
+    assert wait_for(lambda: os.stat(m.path("c")).st_size == 7000, timeout=3)
+    assert time.monotonic() - t0 < 3.5
+    assert m.stats()["stale_objects"] + m.stats()["revalidations"] >= 1
+    assert read_uncached(m.path("c")) == b"B" * 7000
+
+
+def test_data_files_stay_open_between_opens(mounter, sized):
+    """an open of a cached file reuses the data files the previous open
+    left open (no open/close pair per FUSE open)"""
+    m = mounter()
+    for name, d in sized.items():
+        assert read_uncached(m.path(name)) == d
+    for name, d in sized.items():
+        assert wait_for(lambda: cached(m, name) == blocks(len(d)))
+    n = m.stats()["data_file_opens"]
+    assert 0 < n <= len(sized)
+    for _ in range(3):
+        for name, d in sized.items():
+            assert read_uncached(m.path(name)) == d
+    assert m.stats()["data_file_opens"] == n
+
+
+def disk_reads(m):
+    """bytes the daemon read from storage so far (/proc/PID/io)"""
+    with open("/proc/%d/io" % m.proc.pid) as f:
+        return int(dict(line.split(": ") for line in f.read().splitlines())["read_bytes"])
+
+
+def test_daemon_path_reader_gets_the_verified_chunks_from_memory(mounter, src,
+                                                                tmp_path):
+    """a file open on the daemon path is verified before the others, and
+    its chunks go to the read path's memory: the reader does not read them
+    from disk a second time"""
+    d = rnd(4 * CHUNK + 9, 23)
+    hot = {"h%02d" % i: rnd(4 * CHUNK, 40 + i) for i in range(8)}
+    put(src, dict(hot, o=d))
+    cache = str(tmp_path / "cache")
+    args = ("--passthrough", "off", "--verify-depth", "1")
+    m = mounter(*args, cache=cache)
+    warm_all(m, hot)
+    warm_all(m, dict(hot, o=d))       # the others are hotter: verified first
+    m.umount()
+    m = mounter(*args, cache=cache)
+    with open(m.path("o"), "rb") as f:
+        assert wait_for(lambda: all_verified(m))
+        r0 = disk_reads(m)
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        assert f.read() == d
+        r1 = disk_reads(m)
+    s = m.stats()
+    assert s["verifier_chunks"] == 5 + 4 * len(hot) and s["reads"] > 0, s
+    # chunks verified before the open (a race with mounting) are read from
+    # disk; those verified while it was open are not read again
+    kept = s["verifier_kept"]
+    assert r1 - r0 <= (5 - kept) * CHUNK + 8192, (r0, r1, kept)
+
+
+def test_unmount_while_verifying_keeps_every_chunk(mounter, src, tmp_path):
+    """stopping the daemon with verification reads in flight settles or
+    abandons them, never drops a good chunk (io_uring cancels the reads of
+    a thread that exits: they must be finished first)"""
+    files = {"u%02d" % i: rnd(4 * CHUNK, 60 + i) for i in range(16)}
+    put(src, files)
+    cache = str(tmp_path / "cache")
+    m = mounter(cache=cache)
+    warm_all(m, files)
+    m.umount()
+    for i in range(2):
+        m = mounter(cache=cache)
+        # a passthrough open: complete files are now verified with
+        # buffered reads (io_uring runs those on its workers)
+        assert read_uncached(m.path("u%02d" % i)) == files["u%02d" % i]
+        m.umount()                          # at once: the verifier is busy
+    m = mounter(cache=cache)
+    assert wait_for(lambda: all_verified(m))
+    s = m.stats()
+    assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
+    lost = [name for name in files if cached(m, name) != 4 * CHUNK]
+    assert not lost
+    for name, d in files.items():
+        assert read_uncached(m.path(name)) == d, name
+    assert m.stats()["bytes_from_backend"] == 0
