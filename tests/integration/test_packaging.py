@@ -567,8 +567,9 @@ def test_manifests_sidecar_security_and_propagation():
             cm = mount_for(c, env["FUSEFS_CACHE_DIR"])
             assert cm and "hostPath" in vols[cm["name"]], f
             # readiness only when the mount answers
-            for p in ("startupProbe", "readinessProbe"):
-                assert c[p]["exec"]["command"] == ["fusefs", "stats", mnt], f"{f}: {p}"
+            assert c["startupProbe"]["exec"]["command"] == ["fusefs", "stats", mnt], f
+            assert c["readinessProbe"]["exec"]["command"] == \
+                ["fusefs", "status", mnt, "--json"], f
             if "hostPath" in vols[m["name"]]:
                 rel = os.path.relpath(mnt, m["mountPath"])
                 node_paths[os.path.join(vols[m["name"]]["hostPath"]["path"], rel)] = f
@@ -627,8 +628,12 @@ def test_image_definition_and_paths(built_deb):
     assert re.search(r"^FROM debian:12(-slim)?\s*$", text, re.M), "runtime base is Debian 12"
     assert re.search(r"^FROM debian:12\S* AS build", text, re.M)
     assert "packaging/build-deb.sh" in text and "fusefs_*.deb" in text
-    ep = re.search(r'^ENTRYPOINT \["([^"]+)"\]', text, re.M).group(1)
-    assert ep in paths
+    ep = re.search(r'^ENTRYPOINT \[(.*)\]', text, re.M).group(1)
+    ep = [a.strip().strip('"') for a in ep.split(",")]
+    if ep[:2] == ["/usr/bin/tini", "--"]:          # PID 1 from the Debian package
+        assert re.search(r"apt-get install[^\n]*\btini\b", text), "tini is not installed"
+        ep = ep[2:]
+    assert ep[0] in paths
     checked = 0
     for f, d in k8s_docs():
         spec = pod_spec(d)
