@@ -417,7 +417,10 @@ def test_unit_mounts_and_serves_under_its_hardening(store, ceph, tmp_path, daemo
         env = dict(store.env, NOTIFY_SOCKET=name, WATCHDOG_USEC="400000")
         d = daemons(argv[1:], env=env, mnt=mnt,
                     wrapper=sb.sandbox_argv(sb.service_settings(UNIT), []))
-        recv_until(sock, "READY=1")
+        try:
+            recv_until(sock, "READY=1")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nexit status {d.proc.poll()}; log:\n{d.log()}")
         assert in_proc_mounts(mnt)                 # the host's /proc/mounts
         for _ in range(2):                         # a miss, then a hit
             assert (mnt / "d" / "a").read_bytes() == b"hardened" * 1000
