@@ -13,6 +13,7 @@
 Failures name the document and the option or message, e.g.
 "docs/operations.md: --cache-sise is not a fusefs option"."""
 
+import functools
 import glob
 import os
 import re
@@ -77,6 +78,7 @@ def doc_text(path):
     return t
 
 
+@functools.lru_cache(maxsize=None)
 def help_text():
     out = ""
     for args in (["--help"], ["mount", "--help"]):

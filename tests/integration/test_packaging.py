@@ -388,7 +388,7 @@ def test_deb_install_mount_from_config_and_purge(ceph, built_deb, tmp_path):
 K8S = os.path.join(PKG, "kubernetes")
 DOCKERFILE = os.path.join(PKG, "container", "Dockerfile")
 ENTRYPOINT_SPECIAL = {"FUSEFS_SOURCE", "FUSEFS_MOUNTPOINT", "FUSEFS_OPTIONS", "FUSEFS_BIN"}
-SUBCOMMAND_FLAGS = {"list", "name", "wait", "timeout", "top", "from"}
+SUBCOMMAND_FLAGS = {"list", "name", "wait", "timeout", "top", "from", "json"}
 
 
 def k8s_docs():
@@ -438,6 +438,8 @@ def fusefs_invocations(argv):
     """fusefs command lines inside an argv, including inside `bash -c` scripts"""
     if argv and os.path.basename(argv[0]) == "fusefs":
         return [list(argv)]
+    if "fusefs" in argv:          # a wrapper: fuse-starter ... -- fusefs mount ...
+        return [list(argv[argv.index("fusefs"):])]
     found = []
     for a in argv:
         for line in a.replace("\\\n", " ").splitlines():
