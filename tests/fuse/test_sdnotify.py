@@ -37,9 +37,10 @@ def receive(sock, seconds):
             return got
         sock.settimeout(left)
         try:
-            got.append((time.monotonic(), sock.recv(4096).decode()))
+            msg = sock.recv(4096).decode()
         except socket.timeout:
             return got
+        got.append((time.monotonic(), msg))            # when it arrived
 
 
 def wait_word(sock, word, timeout=60):
