@@ -89,7 +89,8 @@ def test_ready_then_watchdog_every_half_interval(mounter, src, tmp_path):
         assert 5 <= len(got) <= 14, got
         gaps = [b - a for a, b in zip(got, got[1:])]
         assert max(gaps) < 1.0, gaps                  # never near the 400 ms limit twice over
-        assert min(gaps) > 0.1, gaps                  # not faster than asked
+        # every 200 ms (a loaded machine may deliver two back to back)
+        assert 0.15 < sorted(gaps)[len(gaps) // 2] < 0.4, gaps
     assert "watchdog: WATCHDOG=1 every 200 ms" in m.log()
 
 
