@@ -406,7 +406,8 @@ def test_unit_mounts_and_serves_under_its_hardening(store, ceph, tmp_path, daemo
     etc.mkdir()
     mnt = tmp_path / "m"
     mnt.mkdir()
-    backend = dict(zip(*[iter(a.lstrip("-").replace("-", "_") for a in store.args())] * 2))
+    a = store.args()                               # ["--ceph-conf", PATH] or ["--endpoint", URL]
+    backend = {k.lstrip("-").replace("-", "_"): v for k, v in zip(a[::2], a[1::2])}
     write_config(etc / "data.conf", source=store.source("hard"), mountpoint=mnt,
                  cache_dir=tmp_path / "c", **backend)
     cmd = unit()["Service"]["ExecStart"].replace("%i", "data").replace("/etc/fusefs", str(etc))
