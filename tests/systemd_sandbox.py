@@ -137,7 +137,6 @@ def apply_and_exec(p, cmd):
         except (RuntimeError, ValueError, OSError):
             pass                               # not a system call of this kernel/arch
 
-    deny = lambda e: sc.ERRNO(e)
     # conditional allows replace an unconditional one (libseccomp: an
     # unconditional rule would win over the conditions)
     if p["families"]:

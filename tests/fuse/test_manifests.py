@@ -19,13 +19,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+from k8slib import K8S, all_containers as containers, env_of, k8s_docs, pod_spec
 from mountlib import FUSEFS, ROOT, wait_for
-
-K8S = os.path.join(ROOT, "packaging", "kubernetes")
 ENTRYPOINT = os.path.join(ROOT, "packaging", "container", "entrypoint.sh")
 KUBERNETES_MD = os.path.join(ROOT, "docs", "kubernetes.md")
 CSI_DRIVER = "meta-fuse-csi-plugin.csi.storage.pfn.io"
@@ -37,25 +35,8 @@ QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 
 
 def docs():
-    yaml = pytest.importorskip("yaml", reason="apt-get install python3-yaml")
-    out = []
-    for f in sorted(os.listdir(K8S)):
-        if f.endswith((".yaml", ".yml")):
-            with open(os.path.join(K8S, f)) as fh:
-                out += [(f, d) for d in yaml.safe_load_all(fh) if d]
-    return out
-
-
-def pod_spec(d):
-    if d["kind"] == "Pod":
-        return d["spec"]
-    if d["kind"] in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
-        return d["spec"]["template"]["spec"]
-    return None
-
-
-def containers(spec):
-    return spec.get("initContainers", []) + spec["containers"]
+    pytest.importorskip("yaml", reason="apt-get install python3-yaml")
+    return k8s_docs()
 
 
 def runs_fusefs(c):
@@ -63,10 +44,6 @@ def runs_fusefs(c):
     argv = c.get("command", []) + c.get("args", [])
     return (c["image"].rsplit("/", 1)[-1].split(":")[0].startswith("fusefs")
             or "fusefs" in argv or "fusefs-entrypoint" in argv)
-
-
-def env_of(c):
-    return {e["name"]: e.get("value") for e in c.get("env", [])}
 
 
 def mountpoint_of(c):

@@ -13,18 +13,8 @@ import time
 
 import pytest
 
+from mountlib import notify_socket
 from util import put
-
-
-def notify_socket(tmp_path, abstract=False):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    if abstract:
-        name = f"@fusefs-wd-{os.getpid()}-{time.monotonic_ns()}"
-        s.bind("\0" + name[1:])
-    else:
-        name = str(tmp_path / "notify.sock")
-        s.bind(name)
-    return s, name
 
 
 def receive(sock, seconds):

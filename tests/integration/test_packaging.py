@@ -385,42 +385,14 @@ def test_deb_install_mount_from_config_and_purge(ceph, built_deb, tmp_path):
 
 # ---- Kubernetes manifests and the container image definition -------------------------
 
-K8S = os.path.join(PKG, "kubernetes")
+from k8slib import all_containers, env_of, k8s_docs, pod_spec  # noqa: E402
 DOCKERFILE = os.path.join(PKG, "container", "Dockerfile")
 ENTRYPOINT_SPECIAL = {"FUSEFS_SOURCE", "FUSEFS_MOUNTPOINT", "FUSEFS_OPTIONS", "FUSEFS_BIN"}
 SUBCOMMAND_FLAGS = {"list", "name", "wait", "timeout", "top", "from", "json"}
 
 
-def k8s_docs():
-    import yaml
-    docs = []
-    for f in sorted(os.listdir(K8S)):
-        if f.endswith((".yaml", ".yml")):
-            with open(os.path.join(K8S, f)) as fh:
-                for d in yaml.safe_load_all(fh):
-                    if d:
-                        docs.append((f, d))
-    return docs
-
-
-def pod_spec(doc):
-    if doc["kind"] == "Pod":
-        return doc["spec"]
-    if doc["kind"] in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
-        return doc["spec"]["template"]["spec"]
-    return None
-
-
-def all_containers(spec):
-    return spec.get("initContainers", []) + spec["containers"]
-
-
 def is_fusefs_image(c):
     return c["image"].rsplit("/", 1)[-1].split(":")[0] == "fusefs"
-
-
-def env_of(c):
-    return {e["name"]: e.get("value") for e in c.get("env", [])}
 
 
 def exec_commands(c):

@@ -21,6 +21,7 @@ import urllib.request
 import pytest
 
 from conftest import BAD_WORDS, FUSEFS, POOL, ROOT, run_fusefs, wait_for
+from mountlib import notify_socket
 
 UNIT = os.path.join(ROOT, "systemd", "fusefs@.service")
 
@@ -269,17 +270,6 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path):
     r = subprocess.run(["systemd-analyze", "verify", "--man=no", f"--root={root}",
                         "fusefs@data.service"], capture_output=True, text=True)
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
-
-
-def notify_socket(tmp_path, abstract):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    if abstract:
-        name = f"@fusefs-test-{os.getpid()}-{time.monotonic_ns()}"
-        s.bind("\0" + name[1:])
-    else:
-        name = str(tmp_path / "notify.sock")
-        s.bind(name)
-    return s, name
 
 
 def recv_until(sock, word, timeout=60):
