@@ -31,6 +31,7 @@
 #include "fetch.h"
 #include "fs.h"
 #include "log.h"
+#include "manifest_cmd.h"
 #include "meta.h"
 #include "metrics.h"
 #include "notify.h"
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 		"       fusefs pin|unpin|evict PATH...\n"
 		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"
 		"       fusefs warm MOUNTPOINT --from hot.tsv\n"
+		"       fusefs refresh MOUNTPOINT [--wait [--timeout SECONDS]]\n"
+		"       fusefs manifest create SOURCE [OPTIONS] > FILE | fusefs manifest diff A B\n"
 		"       fusefs --version\n"
 		"SOURCE is rados://POOL[/PREFIX], s3://BUCKET[/PREFIX] (with --endpoint) or file:///DIR.\n"
 		"Options:\n"
@@ -598,6 +601,10 @@ int main(int argc, char **argv)
 		return cmd_heat(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "warm"))
 		return cmd_warm(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "refresh"))
+		return cmd_refresh(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "manifest"))
+		return cmd_manifest(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "umount") || !strcmp(argv[1], "unmount"))
 		return cmd_umount(argc - 2, argv + 2);
 	if (strstr(argv[1], "://"))

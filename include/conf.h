@@ -60,6 +60,8 @@ struct fusefs_conf {
 	char *log_file;		/* append here; reopened on SIGHUP */
 	char *config_file;	/* INI file applied before the command line */
 	char *metrics_addr;	/* IP:PORT of GET /metrics; NULL = off */
+	char *manifest;		/* namespace from this manifest; NULL = list */
+	char *snap;		/* RADOS pool snapshot to read; NULL = live */
 };
 
 /* conf_init() - fill @cf with defaults (strings NULL). */

@@ -15,6 +15,7 @@
 #include "cache_priv.h"
 #include "hash.h"
 #include "log.h"
+#include "strsafe.h"
 
 #define HEAT_FLUSH_MS	1000
 
@@ -161,7 +162,7 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 		l->graves = g;
 	} else {
 		log_warn("out of memory: data file of '%s' left for the next start",
-			 ce->key);
+			 str_log(ce->key));
 	}
 	centry_free(ce);
 }
@@ -386,7 +387,8 @@ again:
 		stat_inc(c->st, stale_objects);
 		log_info("object '%s' changed (version %s -> %s, %" PRIu64
 			 " -> %" PRIu64 " bytes): dropping its cached data",
-			 key, ce->version, a->version, ce->size, a->size);
+			 str_log(key), str_log(ce->version), str_log(a->version),
+			 ce->size, a->size);
 		forget_locked(c, ce);
 		meta_q_drop_file(c->meta, ce->fid);
 		/* its bytes stay on disk until its last user is gone */
@@ -413,7 +415,7 @@ again:
 				   &ce);
 		if (rc == -EFBIG)
 			log_err("object '%s' is larger than the cache takes (%" PRIu64
-				" bytes)", key, a->size);
+				" bytes)", str_log(key), a->size);
 		if (rc)
 			return rc;
 		policy_add(&c->pol, ce->pn);
@@ -662,8 +664,8 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
-		log_err("writing chunk %u of '%s' to the cache: %s", n, ce->key,
-			strerror(-rc));
+		log_err("writing chunk %u of '%s' to the cache: %s", n,
+			str_log(ce->key), strerror(-rc));
 	return rc;
 }
 
@@ -715,7 +717,7 @@ int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		meta_q_drop_chunk(c->meta, ce->fid, n);
 		stat_inc(c->st, checksum_failures);
 		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
-			 n, ce->key, r < 0 ? " (read error)" : "");
+			 n, str_log(ce->key), r < 0 ? " (read error)" : "");
 		rc = -EBADMSG;
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -67,6 +67,10 @@ static const struct opt opts[] = {
 	  "SECONDS  trust a file's version this long; then an open re-checks it in the background, 0: every open waits for a re-check (default 60)" },
 	{ "list-refresh", OPT_UINT, O(list_refresh_s), 0, 86400 * 365,
 	  "SECONDS re-list the backend after this; 0 never (default 300)" },
+	{ "manifest", OPT_STR, O(manifest), 0, 0,
+	  "FILE|URL   namespace and pinned versions from a manifest (file, rados://POOL/OBJ or s3://BUCKET/KEY; docs/manifests.md) instead of a listing" },
+	{ "snap", OPT_STR, O(snap), 0, 0,
+	  "NAME           RADOS: read the pool snapshot NAME instead of the live objects" },
 	{ "readahead", OPT_UINT, O(readahead), 0, 64,
 	  "CHUNKS    fetched ahead of a sequential reader (default 8)" },
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
@@ -385,6 +389,10 @@ int conf_check(const struct fusefs_conf *cf)
 		fprintf(stderr,
 			"fusefs: --cache-size must hold at least 4 chunks (%u bytes)\n",
 			4 * cf->chunk_size);
+		return -EINVAL;
+	}
+	if (cf->snap && strncmp(cf->source, "rados://", 8)) {
+		fprintf(stderr, "fusefs: --snap applies to rados:// sources only\n");
 		return -EINVAL;
 	}
 	return 0;

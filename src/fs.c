@@ -582,6 +582,14 @@ static void on_change(void *arg, uint64_t ino)
 	fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
+/* a name the kernel may remember as absent (a negative entry) now exists */
+static void on_added(void *arg, uint64_t parent, const char *name)
+{
+	struct fs *fs = arg;
+
+	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
+}
+
 int fs_run(const struct fs_deps *d, int ready_fd)
 {
 	const struct fusefs_conf *cf = d->cf;
@@ -630,7 +638,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	if (bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
 		log_warn("cannot raise the read-ahead window of %s", real);
 	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
-		.on_change = on_change, .arg = &fs });
+		.on_change = on_change, .on_added = on_added, .arg = &fs });
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot start the namespace threads: %s\n",
 			strerror(-rc));

@@ -7,6 +7,7 @@
 
 #include "bgthread.h"
 #include "log.h"
+#include "strsafe.h"
 #include "prefetch.h"
 
 #define WINDOW_FILES	4096	/* files looked at per round */
@@ -121,7 +122,7 @@ static void round_once(struct prefetcher *p)
 			    (flying || !cache_admits(p->c, ce, need,
 						       ADMIT_PREFETCH))) {
 				log_dbg("prefetch: window ends at %s (room %llu, in flight %llu)",
-					ci.key, (unsigned long long)room,
+					str_log(ci.key), (unsigned long long)room,
 					(unsigned long long)flying);
 				pthread_mutex_lock(&p->lock);
 				p->full = !flying;
