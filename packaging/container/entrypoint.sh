@@ -43,7 +43,13 @@ args=(mount)
 args+=("$mnt" -f)
 
 # every FUSEFS_<OPTION> whose name is an option of this fusefs
-mapfile -t known < <("$FUSEFS" --help | sed -n 's/^  --\([a-z0-9-]*\).*/\1/p')
+helptext=$("$FUSEFS" --help 2>&1) || true
+mapfile -t known < <(sed -n 's/^  --\([a-z0-9-]*\).*/\1/p' <<<"$helptext")
+if ((${#known[@]} == 0)); then
+    echo "fusefs-entrypoint: '$FUSEFS --help' lists no options:" >&2
+    printf '%s\n' "$helptext" | head -5 >&2
+    exit 1
+fi
 have_cache_dir=0
 for opt in "${known[@]}"; do
     var=FUSEFS_$(tr 'a-z-' 'A-Z_' <<<"$opt")
