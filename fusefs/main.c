@@ -356,10 +356,28 @@ static int check_mountpoint(const struct fusefs_conf *cf)
 	return mountsafe_check_dir(cf->mountpoint, cf->nonempty);
 }
 
-/* fs_deps.on_ready: tell systemd (Type=notify) once the mount answers */
+/* what the mount's on_ready and the watchdog need */
+struct service {
+	const struct fusefs_conf *cf;
+	struct meta *meta;
+	struct notify_watchdog *watchdog;
+};
+
+/* the watchdog's check beside the FUSE loop: the index writer is not stuck */
+static bool service_healthy(void *arg)
+{
+	struct service *sv = arg;
+
+	return meta_writer_busy_ms(sv->meta) <
+	       (int64_t)(notify_watchdog_usec() / 2000) + 1;
+}
+
+/* fs_deps.on_ready: tell systemd (Type=notify) once the mount answers,
+ * and from then on that it stays alive (WatchdogSec=) */
 static void report_ready(void *arg)
 {
-	const struct fusefs_conf *cf = arg;
+	struct service *sv = arg;
+	const struct fusefs_conf *cf = sv->cf;
 	char status[2 * 4096 + 32];
 	int rc;
 
@@ -372,6 +390,10 @@ static void report_ready(void *arg)
 		rc = notify_ready_when_served(cf->mountpoint, status);
 	if (rc)
 		log_warn("cannot report readiness: %s", strerror(-rc));
+	rc = notify_watchdog_start(&sv->watchdog, cf->mountpoint,
+				   service_healthy, sv);
+	if (rc)
+		log_warn("cannot start the watchdog: %s", strerror(-rc));
 }
 
 static int cmd_mount(int argc, char **argv)
@@ -389,6 +411,7 @@ static int cmd_mount(int argc, char **argv)
 	struct verifier *ver = NULL;
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
+	struct service sv = { .cf = &cf };
 	char path[4096];
 	int ready_fd = -1, rc;
 
@@ -472,9 +495,11 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	deps = (struct fs_deps){ .cf = &cf, .nm = nm, .cache = cache, .ctl = ctl,
 				 .fetch = fetch, .st = &st, .verifier = ver };
+	sv.meta = meta;
 	deps.on_ready = report_ready;
-	deps.ready_arg = &cf;
+	deps.ready_arg = &sv;
 	rc = fs_run(&deps, ready_fd) ? 1 : 0;
+	notify_watchdog_stop(sv.watchdog);	/* the session is gone */
 	/* fuse_remove_signal_handlers() reset SIGPIPE to its default */
 	signal(SIGPIPE, SIG_IGN);
 	notify_send("STOPPING=1\nSTATUS=unmounted, saving the cache index");

@@ -35,6 +35,11 @@ int bgthread_start(struct bgthread **out, const char *name,
 		   int64_t period_ms, bg_tick_fn tick, void *arg);
 /* bgthread_wake() - run the tick as soon as possible; any thread */
 void bgthread_wake(struct bgthread *t);
+/*
+ * bgthread_busy_ms() - for how many milliseconds the tick in progress has
+ * been running; 0 while the thread sleeps.  Any thread (a watchdog).
+ */
+int64_t bgthread_busy_ms(struct bgthread *t);
 /* bgthread_stop() - stop and join; NULL is fine.  Not from the tick. */
 void bgthread_stop(struct bgthread *t);
 

@@ -95,6 +95,9 @@ void meta_q_drop_chunk(struct meta *m, uint64_t fid, uint32_t n);
 /* meta_q_drop_file() - the file record and all its chunk records */
 void meta_q_drop_file(struct meta *m, uint64_t fid);
 void meta_q_heat(struct meta *m, uint64_t fid, const struct heat_rec *r);
+/* meta_writer_busy_ms() - how long the writer's batch in progress has
+ * been running (0: idle); for the watchdog, any thread. */
+int64_t meta_writer_busy_ms(struct meta *m);
 /* meta_flush() - wait until everything queued so far is committed. */
 int meta_flush(struct meta *m);
 

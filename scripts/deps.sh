@@ -22,6 +22,7 @@ PKGS=(
   systemd
   rclone s3fs python3-matplotlib iproute2 e2fsprogs curl
   libssl-dev openssl socat
+  python3-seccomp tini               # test_service.py (the unit's sandbox), the container's PID 1
 )
 
 missing=()

@@ -11,9 +11,10 @@
 #include "bgthread.h"
 
 struct bgthread {
-	pthread_mutex_t lock;	/* guards woken and stop; leaf lock */
+	pthread_mutex_t lock;	/* guards woken, stop, tick_start; leaf lock */
 	pthread_cond_t cond;	/* on CLOCK_MONOTONIC */
 	bool woken, stop;
+	int64_t tick_start;	/* CLOCK_MONOTONIC ms of the tick running, or 0 */
 	int64_t period_ms;
 	bg_tick_fn tick;
 	void *arg;
@@ -32,6 +33,14 @@ static void deadline(struct timespec *ts, int64_t ms)
 	}
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *bg_main(void *arg)
 {
 	struct bgthread *t = arg;
@@ -43,9 +52,11 @@ static void *bg_main(void *arg)
 		struct timespec ts;
 
 		t->woken = false;
+		t->tick_start = now_ms();
 		pthread_mutex_unlock(&t->lock);
 		wait = t->tick(t->arg);
 		pthread_mutex_lock(&t->lock);
+		t->tick_start = 0;
 		if (wait < 0)
 			wait = t->period_ms;
 		if (t->woken || t->stop || wait == 0)
@@ -94,6 +105,18 @@ void bgthread_wake(struct bgthread *t)
 	t->woken = true;
 	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
+}
+
+int64_t bgthread_busy_ms(struct bgthread *t)
+{
+	int64_t start;
+
+	pthread_mutex_lock(&t->lock);
+	start = t->tick_start;
+	pthread_mutex_unlock(&t->lock);
+	if (!start)
+		return 0;
+	return now_ms() - start + 1;	/* a tick that just began: 1, not 0 */
 }
 
 void bgthread_stop(struct bgthread *t)

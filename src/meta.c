@@ -811,6 +811,11 @@ out_free:
 	return rc;
 }
 
+int64_t meta_writer_busy_ms(struct meta *m)
+{
+	return bgthread_busy_ms(m->writer);
+}
+
 int meta_open(struct meta **out, const char *dir)
 {
 	return meta_open_sized(out, dir, META_MAPSIZE);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* notify.c - see notify.h */
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "bgthread.h"
 #include "log.h"
 #include "notify.h"
 
@@ -131,4 +133,110 @@ int notify_ready_when_served(const char *mnt, const char *status)
 	}
 	pthread_detach(t);
 	return 0;
+}
+
+uint64_t notify_watchdog_usec(void)
+{
+	const char *sock = getenv("NOTIFY_SOCKET");
+	const char *usec = getenv("WATCHDOG_USEC");
+	const char *pid = getenv("WATCHDOG_PID");
+	unsigned long long v;
+	char *end;
+
+	if (!sock || !*sock || !usec)
+		return 0;
+	if (pid && *pid) {
+		errno = 0;
+		v = strtoull(pid, &end, 10);
+		if (errno || *end || v != (unsigned long long)getpid())
+			return 0;	/* meant for another process */
+	}
+	errno = 0;
+	v = strtoull(usec, &end, 10);
+	if (errno || *end || end == usec)
+		return 0;
+	return v;
+}
+
+struct notify_watchdog {
+	struct bgthread *thread;
+	char *mnt;
+	notify_healthy_fn healthy;
+	void *arg;
+	bool failing;		/* the last check failed: logged once */
+};
+
+/* one check and, if it passed, one ping */
+static int64_t watchdog_tick(void *arg)
+{
+	struct notify_watchdog *w = arg;
+	struct statfs sfs;
+	const char *why = NULL;
+	int rc;
+
+	if (statfs(w->mnt, &sfs))
+		why = strerror(errno);
+	else if (sfs.f_type != FUSE_SUPER_MAGIC)
+		why = "not a FUSE mount any more";
+	else if (w->healthy && !w->healthy(w->arg))
+		why = "a background thread makes no progress";
+	if (why) {
+		if (!w->failing)
+			log_warn("watchdog: %s: %s; not telling systemd we are alive",
+				 w->mnt, why);
+		w->failing = true;
+		return BG_PERIOD;
+	}
+	if (w->failing)
+		log_info("watchdog: %s answers again", w->mnt);
+	w->failing = false;
+	rc = notify_send("WATCHDOG=1");
+	if (rc)
+		log_warn("watchdog: cannot notify $NOTIFY_SOCKET: %s", strerror(-rc));
+	return BG_PERIOD;
+}
+
+int notify_watchdog_start(struct notify_watchdog **out, const char *mnt,
+			  notify_healthy_fn healthy, void *arg)
+{
+	uint64_t usec = notify_watchdog_usec();
+	struct notify_watchdog *w;
+	int64_t period_ms;
+	int rc;
+
+	*out = NULL;
+	if (!usec)
+		return 0;
+	/* half the interval, as sd_watchdog_enabled(3) advises */
+	period_ms = (int64_t)(usec / 2000);
+	if (period_ms < 1)
+		period_ms = 1;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->mnt = strdup(mnt);
+	w->healthy = healthy;
+	w->arg = arg;
+	rc = -ENOMEM;
+	if (w->mnt)
+		rc = bgthread_start(&w->thread, "fusefs-watchdog", period_ms,
+				    watchdog_tick, w);
+	if (rc) {
+		free(w->mnt);
+		free(w);
+		return rc;
+	}
+	log_info("watchdog: WATCHDOG=1 every %" PRId64 " ms while %s answers",
+		 period_ms, mnt);
+	*out = w;
+	return 0;
+}
+
+void notify_watchdog_stop(struct notify_watchdog *w)
+{
+	if (!w)
+		return;
+	bgthread_stop(w->thread);
+	free(w->mnt);
+	free(w);
 }

@@ -109,3 +109,17 @@ def wait_for(cond, timeout=30):
 def run_fusefs(*args, timeout=60, env=None):
     return subprocess.run([FUSEFS] + list(args), capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, **(env or {})))
+
+
+def notify_socket(tmp_path, abstract=False):
+    """(a bound datagram socket standing in for systemd, its name for
+    $NOTIFY_SOCKET): a path, or "@name" for an abstract socket"""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    if abstract:
+        name = f"@fusefs-test-{os.getpid()}-{time.monotonic_ns()}"
+        s.bind("\0" + name[1:])
+    else:
+        name = str(tmp_path / "notify.sock")
+        s.bind(name)
+    return s, name

@@ -19,11 +19,21 @@
 # Defaults: FUSEFS_CACHE_DIR=/var/cache/fusefs unless the config file or
 # FUSEFS_OPTIONS names one.
 #
-# With arguments, they are run instead (e.g. `fusefs stats /mnt/data`).
+# With arguments, they are run instead (e.g. `fusefs stats /mnt/data`),
+# except for `run CMD...`: mount as above, run CMD (the training job)
+# once the mount answers, forward SIGTERM/SIGINT/SIGHUP to it, and when
+# it exits unmount (SIGTERM to fusefs, which saves the index) and exit
+# with its status.  That is the single-container pod: fusefs and the
+# trainer in one container, under tini as PID 1 (zombie reaping):
+#   tini -- fusefs-entrypoint run python3 train.py
 set -euo pipefail
 
+workload=()
 if (($#)); then
-    exec "$@"
+    [[ $1 == run ]] || exec "$@"
+    shift
+    (($#)) || { echo "fusefs-entrypoint: run needs a command" >&2; exit 2; }
+    workload=("$@")
 fi
 
 FUSEFS=${FUSEFS_BIN:-fusefs}
@@ -33,7 +43,13 @@ args=(mount)
 args+=("$mnt" -f)
 
 # every FUSEFS_<OPTION> whose name is an option of this fusefs
-mapfile -t known < <("$FUSEFS" --help | sed -n 's/^  --\([a-z0-9-]*\).*/\1/p')
+helptext=$("$FUSEFS" --help 2>&1) || true
+mapfile -t known < <(sed -n 's/^  --\([a-z0-9-]*\).*/\1/p' <<<"$helptext")
+if ((${#known[@]} == 0)); then
+    echo "fusefs-entrypoint: '$FUSEFS --help' lists no options:" >&2
+    printf '%s\n' "$helptext" | head -5 >&2
+    exit 1
+fi
 have_cache_dir=0
 for opt in "${known[@]}"; do
     var=FUSEFS_$(tr 'a-z-' 'A-Z_' <<<"$opt")
@@ -84,23 +100,51 @@ echo "fusefs-entrypoint: $FUSEFS ${args[*]}" >&2
 "$FUSEFS" "${args[@]}" &
 child=$!
 
-stop() {
-    kill -TERM "$child" 2>/dev/null || true
+# detach the mount if fusefs left it behind (it died instead of unmounting)
+detach_left() {
+    if grep -qs " $mnt fuse" /proc/self/mounts; then
+        echo "fusefs-entrypoint: fusefs exited ($1) leaving $mnt mounted: detaching" >&2
+        umount -l "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+    fi
 }
-trap stop TERM INT
-trap 'kill -HUP "$child" 2>/dev/null || true' HUP
 
-# wait returns early when a trapped signal arrives: wait again until the
-# daemon has really exited
+# wait for @1 until it has really exited (wait returns early when a
+# trapped signal arrives); its status in $rc
 rc=0
-while kill -0 "$child" 2>/dev/null; do
-    wait "$child" && rc=0 || rc=$?
-done
+wait_for() {
+    while kill -0 "$1" 2>/dev/null; do
+        wait "$1" && rc=0 || rc=$?
+    done
+}
 
+if ((${#workload[@]})); then
+    # the job starts once the mount answers; it gets the signals
+    until "$FUSEFS" stats "$mnt" >/dev/null 2>&1; do
+        if ! kill -0 "$child" 2>/dev/null; then
+            wait "$child" && rc=0 || rc=$?
+            echo "fusefs-entrypoint: fusefs exited ($rc) before the mount answered" >&2
+            exit $((rc ? rc : 1))
+        fi
+        sleep 0.2
+    done
+    "${workload[@]}" &
+    job=$!
+    trap 'kill -TERM "$job" 2>/dev/null || true' TERM
+    trap 'kill -INT "$job" 2>/dev/null || true' INT
+    trap 'kill -HUP "$job" 2>/dev/null || true' HUP
+    wait_for "$job"
+    jobrc=$rc
+    trap - TERM INT HUP
+    kill -TERM "$child" 2>/dev/null || true
+    wait_for "$child"
+    detach_left "$rc"
+    exit "$jobrc"
+fi
+
+trap 'kill -TERM "$child" 2>/dev/null || true' TERM INT
+trap 'kill -HUP "$child" 2>/dev/null || true' HUP
+wait_for "$child"
 # fusefs unmounts on SIGTERM; if it died instead, do not leave the
 # propagated mount point dead for the other containers and the node
-if grep -qs " $mnt fuse" /proc/self/mounts; then
-    echo "fusefs-entrypoint: fusefs exited ($rc) leaving $mnt mounted: detaching" >&2
-    umount -l "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
-fi
+detach_left "$rc"
 exit "$rc"

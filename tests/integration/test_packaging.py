@@ -385,42 +385,14 @@ def test_deb_install_mount_from_config_and_purge(ceph, built_deb, tmp_path):
 
 # ---- Kubernetes manifests and the container image definition -------------------------
 
-K8S = os.path.join(PKG, "kubernetes")
+from k8slib import all_containers, env_of, k8s_docs, pod_spec  # noqa: E402
 DOCKERFILE = os.path.join(PKG, "container", "Dockerfile")
 ENTRYPOINT_SPECIAL = {"FUSEFS_SOURCE", "FUSEFS_MOUNTPOINT", "FUSEFS_OPTIONS", "FUSEFS_BIN"}
-SUBCOMMAND_FLAGS = {"list", "name", "wait", "timeout", "top", "from"}
-
-
-def k8s_docs():
-    import yaml
-    docs = []
-    for f in sorted(os.listdir(K8S)):
-        if f.endswith((".yaml", ".yml")):
-            with open(os.path.join(K8S, f)) as fh:
-                for d in yaml.safe_load_all(fh):
-                    if d:
-                        docs.append((f, d))
-    return docs
-
-
-def pod_spec(doc):
-    if doc["kind"] == "Pod":
-        return doc["spec"]
-    if doc["kind"] in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
-        return doc["spec"]["template"]["spec"]
-    return None
-
-
-def all_containers(spec):
-    return spec.get("initContainers", []) + spec["containers"]
+SUBCOMMAND_FLAGS = {"list", "name", "wait", "timeout", "top", "from", "json"}
 
 
 def is_fusefs_image(c):
     return c["image"].rsplit("/", 1)[-1].split(":")[0] == "fusefs"
-
-
-def env_of(c):
-    return {e["name"]: e.get("value") for e in c.get("env", [])}
 
 
 def exec_commands(c):
@@ -438,6 +410,8 @@ def fusefs_invocations(argv):
     """fusefs command lines inside an argv, including inside `bash -c` scripts"""
     if argv and os.path.basename(argv[0]) == "fusefs":
         return [list(argv)]
+    if "fusefs" in argv:          # a wrapper: fuse-starter ... -- fusefs mount ...
+        return [list(argv[argv.index("fusefs"):])]
     found = []
     for a in argv:
         for line in a.replace("\\\n", " ").splitlines():
@@ -567,8 +541,9 @@ def test_manifests_sidecar_security_and_propagation():
             cm = mount_for(c, env["FUSEFS_CACHE_DIR"])
             assert cm and "hostPath" in vols[cm["name"]], f
             # readiness only when the mount answers
-            for p in ("startupProbe", "readinessProbe"):
-                assert c[p]["exec"]["command"] == ["fusefs", "stats", mnt], f"{f}: {p}"
+            assert c["startupProbe"]["exec"]["command"] == ["fusefs", "stats", mnt], f
+            assert c["readinessProbe"]["exec"]["command"] == \
+                ["fusefs", "status", mnt, "--json"], f
             if "hostPath" in vols[m["name"]]:
                 rel = os.path.relpath(mnt, m["mountPath"])
                 node_paths[os.path.join(vols[m["name"]]["hostPath"]["path"], rel)] = f
@@ -627,8 +602,12 @@ def test_image_definition_and_paths(built_deb):
     assert re.search(r"^FROM debian:12(-slim)?\s*$", text, re.M), "runtime base is Debian 12"
     assert re.search(r"^FROM debian:12\S* AS build", text, re.M)
     assert "packaging/build-deb.sh" in text and "fusefs_*.deb" in text
-    ep = re.search(r'^ENTRYPOINT \["([^"]+)"\]', text, re.M).group(1)
-    assert ep in paths
+    ep = re.search(r'^ENTRYPOINT \[(.*)\]', text, re.M).group(1)
+    ep = [a.strip().strip('"') for a in ep.split(",")]
+    if ep[:2] == ["/usr/bin/tini", "--"]:          # PID 1 from the Debian package
+        assert re.search(r"apt-get install[^\n]*\btini\b", text), "tini is not installed"
+        ep = ep[2:]
+    assert ep[0] in paths
     checked = 0
     for f, d in k8s_docs():
         spec = pod_spec(d)

@@ -77,11 +77,45 @@ static void test_stop_prompt(void)
 	bgthread_stop(NULL);
 }
 
+/* a tick that blocks until released: busy_ms grows while it runs, 0 after */
+static atomic_int release, entered;
+
+static int64_t blocking_tick(void *arg)
+{
+	(void)arg;
+	atomic_store(&entered, 1);
+	while (!atomic_load(&release))
+		sleep_ms(5);
+	return 3600 * 1000;
+}
+
+static void test_busy_ms(void)
+{
+	struct bgthread *t;
+	int64_t first, later;
+	int i;
+
+	CHECK_INT(bgthread_start(&t, "t-busy", 10, blocking_tick, NULL), ==, 0);
+	for (i = 0; i < 400 && !atomic_load(&entered); i++)
+		sleep_ms(5);
+	first = bgthread_busy_ms(t);
+	CHECK_INT(first, >=, 1);		/* running: never 0 */
+	sleep_ms(120);
+	later = bgthread_busy_ms(t);
+	CHECK_INT(later, >=, first + 100);
+	atomic_store(&release, 1);
+	for (i = 0; i < 400 && bgthread_busy_ms(t); i++)
+		sleep_ms(5);
+	CHECK_INT(bgthread_busy_ms(t), ==, 0);	/* sleeping its hour */
+	bgthread_stop(t);
+}
+
 int main(void)
 {
 	runner_name = "test_bgthread";
 	TEST(test_period);
 	TEST(test_wake);
 	TEST(test_stop_prompt);
+	TEST(test_busy_ms);
 	return runner_done();
 }
