@@ -167,8 +167,9 @@ def literal_corpus():
     src = source_text()
     lits = re.findall(r'"((?:[^"\\\n]|\\.)*)"', re.sub(r'"\s*\n\s*"', "", src))
     text = "\x00".join(lits).replace("\\n", "\x00").replace('\\"', '"')
-    return re.sub(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t|PRI\w+)?[diouxXsScpfgeE%]",
-                  "\x00", text)
+    text = text.replace("%%", "\x01")          # a literal percent sign, not a directive
+    return re.sub(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t|PRI\w+)?[diouxXsScpfgeE]",
+                  "\x00", text).replace("\x01", "%")
 
 
 def quoted_messages(path):
