@@ -43,7 +43,7 @@
 #include "stats.h"
 
 #define EXIT_USAGE	2
-#define FUSEFS_VERSION	"0.1.0"
+#include "version.h"
 
 static void usage(FILE *f)
 {
