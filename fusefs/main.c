@@ -418,6 +418,7 @@ static int cmd_mount(int argc, char **argv)
 	}
 	log_level = cf.log_level;
 	log_open("fusefs", cf.log_syslog);
+	log_set_format(cf.log_json ? "json" : "text");
 	rc = cf.log_file ? log_open_file(cf.log_file) : 0;
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot open log file %s: %s\n",
@@ -469,6 +470,7 @@ static int cmd_mount(int argc, char **argv)
 	deps.on_ready = report_ready;
 	deps.ready_arg = &cf;
 	rc = fs_run(&deps, ready_fd) ? 1 : 0;
+	log_flush_repeats();
 	/* fuse_remove_signal_handlers() reset SIGPIPE to its default */
 	signal(SIGPIPE, SIG_IGN);
 	notify_send("STOPPING=1\nSTATUS=unmounted, saving the cache index");
