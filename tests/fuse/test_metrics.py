@@ -215,7 +215,7 @@ def backticked(cell):
     return re.findall(r"`([a-z0-9_<>]+)`", cell)
 
 
-def doc_rows(path, heading, stop="\n## "):
+def doc_rows(path, heading, stop="\n#"):
     """first-column names of the tables in section @heading of @path"""
     text = open(path).read()
     start = text.index(heading)
