@@ -242,6 +242,14 @@ def test_json_field_names_are_the_documented_ones(metered, src):
     documented = {n for names, _ in rows for n in names}
     assert documented == set(stats), ("undocumented", set(stats) - documented,
                                       "documented but missing", documented - set(stats))
+    # and each row names the metric(s) it feeds, which exist on the page
+    metrics = set(page_table(families(port)))
+    for names, row in rows:
+        feeds = re.findall(r"`((?:fusefs|process)_[a-z0-9_*]+)", row.split("|")[3])
+        assert feeds, row
+        for pat in feeds:
+            assert any(re.fullmatch(pat.replace("*", "[a-z0-9_]+"), m) for m in metrics), \
+                (pat, row)
     # status --json: the tables of docs/epochs.md, "Machine-readable status"
     r = run_fusefs("status", m.mnt, "--json")
     assert r.returncode == 0, r.stderr
