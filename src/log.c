@@ -353,8 +353,10 @@ static bool repeat_pass(int level, const char *fmt, const char *msg,
 	struct repeat *r = &repeats[((uintptr_t)fmt >> 3) % REPEAT_SLOTS];
 	size_t n;
 
-	if (r->fmt && (r->fmt != fmt || r->level != level))
-		repeat_flush(r, now);	/* another site: make room */
+	/* another site (make room), or this one's window is over */
+	if (r->fmt && (r->fmt != fmt || r->level != level ||
+		       since(&r->start, now) >= REPEAT_WINDOW_S))
+		repeat_flush(r, now);
 	if (!r->fmt) {
 		*r = (struct repeat){ .fmt = fmt, .level = level,
 				      .start = *now };
