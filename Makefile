@@ -28,7 +28,7 @@ CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns recfmt meta st
           s3sign s3list lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough verifier \
-          cfgfile notify metrics manifest_src mountsafe
+          cfgfile notify metrics metrics_page manifest_src mountsafe
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))

@@ -44,7 +44,7 @@
 #include "stats.h"
 
 #define EXIT_USAGE	2
-#define FUSEFS_VERSION	"0.1.0"
+#include "version.h"
 
 static void usage(FILE *f)
 {
@@ -443,6 +443,7 @@ static int cmd_mount(int argc, char **argv)
 	}
 	log_level = cf.log_level;
 	log_open("fusefs", cf.log_syslog);
+	log_set_format(cf.log_json ? "json" : "text");
 	rc = cf.log_file ? log_open_file(cf.log_file) : 0;
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot open log file %s: %s\n",
@@ -500,6 +501,7 @@ static int cmd_mount(int argc, char **argv)
 	deps.ready_arg = &sv;
 	rc = fs_run(&deps, ready_fd) ? 1 : 0;
 	notify_watchdog_stop(sv.watchdog);	/* the session is gone */
+	log_flush_repeats();
 	/* fuse_remove_signal_handlers() reset SIGPIPE to its default */
 	signal(SIGPIPE, SIG_IGN);
 	notify_send("STOPPING=1\nSTATUS=unmounted, saving the cache index");

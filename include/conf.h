@@ -63,6 +63,7 @@ struct fusefs_conf {
 	int log_level;
 	bool log_syslog;
 	char *log_file;		/* append here; reopened on SIGHUP */
+	bool log_json;		/* --log-format json (log_set_format()) */
 	char *config_file;	/* INI file applied before the command line */
 	char *metrics_addr;	/* IP:PORT of GET /metrics; NULL = off */
 	char *manifest;		/* namespace from this manifest; NULL = list */

@@ -194,6 +194,15 @@ void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
 
 /* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);
+/*
+ * lists_foreach_value() - @fn(@arg, NAME, value) for every list, of the
+ * value lists_print() shows as list_@key (e.g. "lead_bytes",
+ * "hit_ratio_permille"); nothing for an unknown key.  @fn runs under the
+ * lists lock: it must not call into lists.
+ */
+void lists_foreach_value(struct lists *l, const char *key,
+			 void (*fn)(void *arg, const char *list, int64_t v),
+			 void *arg);
 /* lists_print_one() - status of list @name and its last publish report */
 void lists_print_one(struct lists *l, const char *name, FILE *f);
 /* list_report_print() - a publish report as text */

@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * log.h - levelled logging to stderr (journald-friendly) or syslog.
+ * log.h - levelled logging to stderr (journald-friendly), a file or
+ * syslog, as text or JSON lines (--log-format).
+ *
+ * Where lines go: --log-file FILE; else --syslog; else stderr.  A daemon
+ * that goes to the background (log_detach()) without either switches to
+ * syslog when the syslog socket (/dev/log) exists, and otherwise keeps
+ * writing to the stderr it was started with (containers, notebooks).
  *
  * Messages are one line each, prefixed with the level when written to
- * stderr.  log_dbg() costs one branch when debug logging is off.
- * Never pass credentials to these functions.
+ * stderr.  Errors and warnings from one call site (one format string) are
+ * rate-limited: 5 lines per 10 s window, then a count ("... (repeated N
+ * times in the last 10 s)", or "(and N more like it ...)" when their
+ * values differed), written with the next line logged after the window
+ * or by log_flush_repeats().  log_dbg() costs one branch when debug
+ * logging is off.  Never pass credentials to these functions.
  */
 #ifndef FUSEFS_LOG_H
 #define FUSEFS_LOG_H
@@ -36,9 +46,23 @@ int log_reopen(void);
  * fuse_set_signal_handlers().  Return: 0 or -errno.
  */
 int log_catch_sighup(void);
-/* log_detach() - after going to the background: log to syslog, point
- * stdin/stdout/stderr at /dev/null (nobody reads them any more). */
+/*
+ * log_set_format() - "text" (default) or "json": one object a line,
+ * {"time" (UTC, ms), "level", "pid", "msg"}, to stderr and the log file
+ * (syslog gets the message alone).  Return: 0 or -EINVAL.
+ */
+int log_set_format(const char *name);
+/* log_syslog_available() - the syslog socket /dev/log exists */
+bool log_syslog_available(void);
+/*
+ * log_detach() - after going to the background, unless a log file or
+ * syslog was chosen: syslog if log_syslog_available(), else keep the
+ * current stderr (lines get a timestamp and pid, as in a log file).
+ * stdin and stdout, and stderr when it is not kept, point at /dev/null.
+ */
 void log_detach(void);
+/* log_flush_repeats() - write the counts of rate-limited lines now */
+void log_flush_repeats(void);
 /* log_parse_level() - "error", "warn", "info", "debug"; -EINVAL if unknown */
 int log_parse_level(const char *s);
 void log_emit(int level, const char *fmt, ...) PRINTF_FMT(2, 3);

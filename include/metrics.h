@@ -5,14 +5,10 @@
  * microhttpd.h.  Off unless --metrics is given; binds only to the
  * address given (no wildcard unless asked for, e.g. 0.0.0.0:9464).
  *
- *   GET /metrics   every "name value" line of report_text() as
- *                  fusefs_<name>, with "# TYPE" counter or gauge
- *                  (gauges: cache_bytes_used, cache_bytes_limit,
- *                  cache_files, ns_*), plus fusefs_up 1
+ *   GET /metrics   the page of metrics_page.h: Prometheus text 0.0.4,
+ *                  or OpenMetrics 1.0 when the Accept header asks for
+ *                  application/openmetrics-text (as Prometheus does)
  *   anything else  404 (other paths) or 405 (other methods)
- *
- * Not exported yet: backend latency histograms (they need timing in the
- * fetch path; report.h has no histogram lines to render).
  */
 #ifndef FUSEFS_METRICS_H
 #define FUSEFS_METRICS_H

@@ -2,7 +2,9 @@
 /*
  * report.h - the state of a mount as "name value" lines: every stats
  * counter, cache use, namespace counts.  Served through the control xattr
- * (fusefs stats) and rendered for Prometheus by the metrics endpoint.
+ * (fusefs stats, and its --json form).  struct report_src also names
+ * what the Prometheus page (metrics_page.h) is made from; that page reads
+ * the same sources directly, not this text.
  */
 #ifndef FUSEFS_REPORT_H
 #define FUSEFS_REPORT_H

@@ -106,6 +106,8 @@ static const struct opt opts[] = {
 	  "               log to syslog instead of stderr" },
 	{ "log-file", OPT_STR, O(log_file), 0, 0,
 	  "FILE       append log lines to FILE; SIGHUP reopens it" },
+	{ "log-format", OPT_SPECIAL, 0, 0, 0,
+	  "FORMAT   text or json (one object a line) (default text)" },
 	{ "config", OPT_STR, O(config_file), 0, 0,
 	  "FILE         INI file with a [mount] section; the command line overrides it" },
 	{ "metrics", OPT_STR, O(metrics_addr), 0, 0,
@@ -342,6 +344,10 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 		if (l < 0)
 			return bad(o->name, val, "error, warn, info or debug");
 		cf->log_level = l;
+	} else if (!strcmp(o->name, "log-format")) {
+		if (!val || (strcmp(val, "text") && strcmp(val, "json")))
+			return bad(o->name, val, "text or json");
+		cf->log_json = !strcmp(val, "json");
 	}
 	return 0;
 }

@@ -1104,14 +1104,16 @@ static int64_t list_value(const struct lists *l, const struct rlist *r,
 	}
 }
 
+static const char *const list_keys[K_N] = {
+	"position", "files", "next_epoch_files", "epochs_done",
+	"lead_files", "lead_bytes", "hit_ratio_permille",
+	"last_hit_ratio_permille", "epoch", "next_epoch", "queued",
+	"read", "remaining", "idle",
+};
+
 void lists_print(struct lists *l, FILE *f)
 {
-	static const char *const keys[K_N] = {
-		"position", "files", "next_epoch_files", "epochs_done",
-		"lead_files", "lead_bytes", "hit_ratio_permille",
-		"last_hit_ratio_permille", "epoch", "next_epoch", "queued",
-		"read", "remaining", "idle",
-	};
+	const char *const *keys = list_keys;
 	uint64_t now;
 	unsigned i;
 	int k;
@@ -1122,6 +1124,25 @@ void lists_print(struct lists *l, FILE *f)
 		for (i = 0; i < l->n; i++)
 			fprintf(f, "list_%s{list=\"%s\"} %" PRId64 "\n", keys[k],
 				l->l[i]->name, list_value(l, l->l[i], k, now));
+	pthread_mutex_unlock(&l->lock);
+}
+
+void lists_foreach_value(struct lists *l, const char *key,
+			 void (*fn)(void *arg, const char *list, int64_t v),
+			 void *arg)
+{
+	uint64_t now;
+	unsigned i;
+	int k;
+
+	for (k = 0; k < K_N && strcmp(list_keys[k], key); k++)
+		;
+	if (k == K_N)
+		return;
+	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
+	for (i = 0; i < l->n; i++)
+		fn(arg, l->l[i]->name, list_value(l, l->l[i], k, now));
 	pthread_mutex_unlock(&l->lock);
 }
 

@@ -2,6 +2,9 @@
 /* log.c - see log.h */
 #include <errno.h>
 #include <fcntl.h>
+#include <paths.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,12 +18,35 @@
 
 #define LOG_LINE_MAX	4096
 
+#define REPEAT_WINDOW_S	10	/* rate limit of one message: per window, */
+#define REPEAT_BURST	5	/* this many lines, then a count */
+#define REPEAT_SLOTS	32
+#define REPEAT_TEXT_MAX	512
+
 int log_level = LOG_INFO;
 static bool log_syslog;
+static bool log_json;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static int log_fd = -1;			/* --log-file, or -1 */
-static char log_path[4096];
+static int log_fd = -1;			/* --log-file, the kept stderr, or -1 */
+static char log_path[4096];		/* "" when log_fd is the kept stderr */
 static int hup_pipe[2] = { -1, -1 };	/* SIGHUP handler -> hup_main() */
+
+/*
+ * Errors and warnings from one call site (one format string) within
+ * REPEAT_WINDOW_S: the first REPEAT_BURST are written, the rest counted;
+ * the count is written with the last of them when the window is over.
+ * Under log_lock.
+ */
+struct repeat {
+	const char *fmt;		/* the key; NULL: free */
+	int level;
+	struct timespec start;
+	unsigned long seen;		/* in this window */
+	bool varied;			/* the suppressed ones differ in values */
+	char last[REPEAT_TEXT_MAX];	/* the last one suppressed */
+};
+static struct repeat repeats[REPEAT_SLOTS];
+static unsigned repeats_pending;	/* slots with suppressed lines */
 
 void log_open(const char *ident, bool use_syslog)
 {
@@ -33,6 +59,17 @@ static int open_log_file(const char *path)
 {
 	return safe_open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
 			 0640);
+}
+
+int log_set_format(const char *name)
+{
+	if (!strcmp(name, "json"))
+		log_json = true;
+	else if (!strcmp(name, "text"))
+		log_json = false;
+	else
+		return -EINVAL;
+	return 0;
 }
 
 int log_open_file(const char *path)
@@ -54,7 +91,7 @@ int log_reopen(void)
 {
 	int fd, rc = 0;
 
-	if (log_fd < 0)
+	if (log_fd < 0 || !log_path[0])
 		return 0;
 	fd = open_log_file(log_path);
 	if (fd < 0)
@@ -93,7 +130,7 @@ static void *hup_main(void *arg)
 		if (rc)
 			log_err("SIGHUP: cannot reopen log file %s: %s", log_path,
 				strerror(-rc));
-		else if (log_fd >= 0)
+		else if (log_fd >= 0 && log_path[0])
 			log_info("SIGHUP: log file %s reopened", log_path);
 		else
 			log_info("SIGHUP: no log file to reopen");
@@ -122,19 +159,30 @@ int log_catch_sighup(void)
 	return 0;
 }
 
+bool log_syslog_available(void)
+{
+	struct stat st;
+
+	return !stat(_PATH_LOG, &st) && S_ISSOCK(st.st_mode);
+}
+
 void log_detach(void)
 {
-	int fd = open("/dev/null", O_RDWR);
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	if (!log_syslog && log_fd < 0)
-		log_open("fusefs", true);
+	if (!log_syslog && log_fd < 0) {
+		if (log_syslog_available())
+			log_open("fusefs", true);
+		else	/* no syslog: keep the starting command's stderr */
+			log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	}
 	if (fd < 0)
 		return;
 	dup2(fd, STDIN_FILENO);
 	dup2(fd, STDOUT_FILENO);
-	dup2(fd, STDERR_FILENO);
-	if (fd > STDERR_FILENO)
-		close(fd);
+	if (log_syslog || log_path[0])
+		dup2(fd, STDERR_FILENO);
+	close(fd);
 }
 
 int log_parse_level(const char *s)
@@ -165,50 +213,199 @@ static const char *level_name(int level)
 	}
 }
 
-/* one write() per line: whole lines even with other writers (O_APPEND) */
-static void emit_file(int level, const char *fmt, va_list ap)
+/* @s as the body of a JSON string: escapes, and U+FFFD for bad UTF-8 */
+static size_t json_escape(char *out, size_t cap, const char *s)
 {
-	char line[LOG_LINE_MAX];
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0;
+
+	while (*p && n + 8 < cap) {
+		unsigned c = *p, len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 :
+			(c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		unsigned i;
+
+		for (i = 1; i < len; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				len = 0;
+		if (len == 2 && c < 0xc2)
+			len = 0;		/* overlong */
+		if (c == '"' || c == '\\') {
+			out[n++] = '\\';
+			out[n++] = c;
+		} else if (c < 0x20) {
+			n += snprintf(out + n, cap - n, "\\u%04x", c);
+		} else if (!len) {
+			memcpy(out + n, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			n += 3;
+			len = 1;
+		} else {
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len ? len : 1;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/*
+ * One line to @fd, one write(): whole lines even with other writers
+ * (O_APPEND).  Text: "TIME fusefs[PID] LEVEL: MSG"; JSON: {"time", "level",
+ * "pid", "msg"}.
+ */
+static void emit_fd(int fd, int level, const char *msg)
+{
+	char line[LOG_LINE_MAX], ts_buf[64];
 	struct timespec ts;
 	struct tm tm;
 	size_t n;
-	int k;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	localtime_r(&ts.tv_sec, &tm);
-	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-	n += snprintf(line + n, sizeof(line) - n, ".%03ld ",
-		      ts.tv_nsec / 1000000);
-	n += strftime(line + n, sizeof(line) - n, "%z", &tm);
-	n += snprintf(line + n, sizeof(line) - n, " fusefs[%d] %s: ",
-		      (int)getpid(), level_name(level));
-	k = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
-	if (k > 0)
-		n += MIN((size_t)k, sizeof(line) - n - 2);
-	line[n++] = '\n';
-	if (write(log_fd, line, n) < 0) {
+	if (log_json) {
+		gmtime_r(&ts.tv_sec, &tm);
+		n = strftime(ts_buf, sizeof(ts_buf), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(ts_buf + n, sizeof(ts_buf) - n, ".%03ldZ",
+			 ts.tv_nsec / 1000000);
+		n = snprintf(line, sizeof(line),
+			     "{\"time\":\"%s\",\"level\":\"%s\",\"pid\":%d,\"msg\":\"",
+			     ts_buf, level_name(level), (int)getpid());
+		n += json_escape(line + n, sizeof(line) - n - 3, msg);
+		memcpy(line + n, "\"}\n", 3);
+		n += 3;
+	} else {
+		localtime_r(&ts.tv_sec, &tm);
+		n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+		n += snprintf(line + n, sizeof(line) - n, ".%03ld ",
+			      ts.tv_nsec / 1000000);
+		n += strftime(line + n, sizeof(line) - n, "%z", &tm);
+		n += snprintf(line + n, sizeof(line) - n, " fusefs[%d] %s: %s",
+			      (int)getpid(), level_name(level), msg);
+		n = MIN(n, sizeof(line) - 1);
+		line[n++] = '\n';
+	}
+	if (write(fd, line, n) < 0) {
 		/* nowhere left to report it */
 	}
 }
 
+/* stderr of a foreground daemon: "fusefs[LEVEL]: MSG", or JSON */
+static void emit_line(int level, const char *msg)
+{
+	if (log_fd >= 0) {
+		emit_fd(log_fd, level, msg);
+	} else if (log_syslog) {
+		syslog(level, "%s", msg);
+	} else if (log_json) {
+		emit_fd(STDERR_FILENO, level, msg);
+	} else {
+		char line[LOG_LINE_MAX];
+		int n = snprintf(line, sizeof(line), "fusefs[%s]: %s\n",
+				 level_name(level), msg);
+
+		if (n >= (int)sizeof(line)) {
+			n = sizeof(line);
+			line[n - 1] = '\n';
+		}
+		if (n > 0 && write(STDERR_FILENO, line, n) < 0) {
+			/* nowhere left to report it */
+		}
+	}
+}
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) + (b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* the count of @r, if any, as a line of its own; @r freed */
+static void repeat_flush(struct repeat *r, const struct timespec *now)
+{
+	char msg[REPEAT_TEXT_MAX + 96];	/* the counts fit */
+	unsigned long n = r->seen - REPEAT_BURST;
+	int secs = MIN((int)since(&r->start, now) + 1, REPEAT_WINDOW_S);
+
+	if (r->seen > REPEAT_BURST) {
+		snprintf(msg, sizeof(msg), r->varied ?
+			 "%s (and %lu more like it in the last %d s)" :
+			 "%s (repeated %lu times in the last %d s)",
+			 r->last, r->varied ? n - 1 : n, secs);
+		emit_line(r->level, msg);
+		repeats_pending--;
+	}
+	r->fmt = NULL;
+}
+
+/* write the counts of the windows that are over */
+static void repeats_expire(const struct timespec *now)
+{
+	size_t i;
+
+	for (i = 0; i < REPEAT_SLOTS && repeats_pending; i++)
+		if (repeats[i].fmt &&
+		    since(&repeats[i].start, now) >= REPEAT_WINDOW_S)
+			repeat_flush(&repeats[i], now);
+}
+
+/* false: @msg is a repeat to count, not to write (under log_lock) */
+static bool repeat_pass(int level, const char *fmt, const char *msg,
+			const struct timespec *now)
+{
+	struct repeat *r = &repeats[((uintptr_t)fmt >> 3) % REPEAT_SLOTS];
+	size_t n;
+
+	/* another site (make room), or this one's window is over */
+	if (r->fmt && (r->fmt != fmt || r->level != level ||
+		       since(&r->start, now) >= REPEAT_WINDOW_S))
+		repeat_flush(r, now);
+	if (!r->fmt) {
+		*r = (struct repeat){ .fmt = fmt, .level = level,
+				      .start = *now };
+		r->last[0] = '\0';
+	}
+	if (++r->seen <= REPEAT_BURST)
+		return true;
+	if (r->seen == REPEAT_BURST + 1)
+		repeats_pending++;
+	else if (strncmp(r->last, msg, sizeof(r->last) - 1))
+		r->varied = true;
+	n = MIN(strlen(msg), sizeof(r->last) - 1);	/* truncated is fine */
+	memcpy(r->last, msg, n);
+	r->last[n] = '\0';
+	return false;
+}
+
 void log_emit(int level, const char *fmt, ...)
 {
+	char msg[LOG_LINE_MAX - 128];
+	struct timespec now;
 	va_list ap;
+	bool pass = true;
 
 	if (level > log_level)
 		return;
 	va_start(ap, fmt);
-	if (log_fd >= 0) {
-		emit_file(level, fmt, ap);
-	} else if (log_syslog) {
-		vsyslog(level, fmt, ap);
-	} else {
-		/* one locked write per line keeps lines whole under threads */
-		pthread_mutex_lock(&log_lock);
-		fprintf(stderr, "fusefs[%s]: ", level_name(level));
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-		pthread_mutex_unlock(&log_lock);
-	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&log_lock);
+	if (repeats_pending)
+		repeats_expire(&now);
+	if (level <= LOG_WARNING)
+		pass = repeat_pass(level, fmt, msg, &now);
+	if (pass)
+		emit_line(level, msg);
+	pthread_mutex_unlock(&log_lock);
+}
+
+void log_flush_repeats(void)
+{
+	struct timespec now;
+	size_t i;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&log_lock);
+	for (i = 0; i < REPEAT_SLOTS; i++)
+		if (repeats[i].fmt)
+			repeat_flush(&repeats[i], &now);
+	pthread_mutex_unlock(&log_lock);
 }

@@ -13,17 +13,16 @@
 
 #include "log.h"
 #include "metrics.h"
-#include "report.h"
+#include "metrics_page.h"
 
 #define METRICS_CONNECTIONS	16
 #define METRICS_TIMEOUT_S	10
 #define CONTENT_TYPE		"text/plain; version=0.0.4; charset=utf-8"
+#define CONTENT_TYPE_OM		"application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 struct metrics {
 	struct MHD_Daemon *d;
 	struct report_src src;
-	const char *family;	/* rendering: the last # TYPE written */
-	size_t family_len;
 };
 
 /* "127.0.0.1:9464", "[::1]:9464" -> @ss; false if anything is off */
@@ -70,112 +69,34 @@ int metrics_check_addr(const char *addr)
 	return -EINVAL;
 }
 
-static bool is_gauge(const char *name, size_t n)
+/* the page (metrics_page.h); malloc'ed, NULL on ENOMEM */
+static char *render(struct metrics *m, bool openmetrics, size_t *len)
 {
-	static const char *const gauges[] = {
-		"cache_bytes_used", "cache_bytes_limit", "cache_files",
-	};
-	size_t i;
+	char *out = NULL;
+	FILE *f = open_memstream(&out, len);
 
-	if (n > 3 && (!strncmp(name, "ns_", 3) || !strncmp(name, "list_", 5)))
-		return true;
-	for (i = 0; i < ARRAY_SIZE(gauges); i++)
-		if (strlen(gauges[i]) == n && !strncmp(name, gauges[i], n))
-			return true;
-	return false;
-}
-
-#define LAT_PREFIX	"backend_read_us_"
-
-/*
- * The backend latency counters (stats.h: backend_read_us_le_N cumulative,
- * _sum, _count) as one Prometheus histogram in seconds.
- */
-static void render_latency(FILE *f, const char *line, size_t len)
-{
-	const char *name = line + strlen(LAT_PREFIX), *sp = memchr(line, ' ', len);
-	unsigned long long v;
-
-	if (!sp)
-		return;
-	v = strtoull(sp + 1, NULL, 10);
-	if (!strncmp(name, "le_inf ", 7))
-		fprintf(f, "fusefs_backend_read_seconds_bucket{le=\"+Inf\"} %llu\n", v);
-	else if (!strncmp(name, "le_", 3))
-		fprintf(f, "fusefs_backend_read_seconds_bucket{le=\"%g\"} %llu\n",
-			strtoull(name + 3, NULL, 10) / 1e6, v);
-	else if (!strncmp(name, "sum ", 4))
-		fprintf(f, "fusefs_backend_read_seconds_sum %.6f\n", v / 1e6);
-	else if (!strncmp(name, "count ", 6))
-		fprintf(f, "fusefs_backend_read_seconds_count %llu\n", v);
-}
-
-/*
- * One report line, "name value" or 'name{labels} value', as a sample, with
- * a # TYPE line when a new family starts; bad lines skipped.
- */
-static void render_line(struct metrics *m, FILE *f, const char *line,
-			size_t len)
-{
-	const char *sp = memchr(line, ' ', len), *brace = memchr(line, '{', len);
-	size_t n, i;
-
-	if (!sp || sp == line || sp + 1 == line + len)
-		return;
-	n = (brace && brace < sp ? brace : sp) - line;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)line[i]) && line[i] != '_')
-			return;
-	if (!strncmp(line, LAT_PREFIX, strlen(LAT_PREFIX))) {
-		if (!m->family || strncmp(m->family, LAT_PREFIX, strlen(LAT_PREFIX)))
-			fputs("# TYPE fusefs_backend_read_seconds histogram\n", f);
-		m->family = line;
-		m->family_len = n;
-		render_latency(f, line, len);
-		return;
-	}
-	if (!m->family || m->family_len != n || strncmp(m->family, line, n))
-		fprintf(f, "# TYPE fusefs_%.*s %s\n", (int)n, line,
-			is_gauge(line, n) ? "gauge" : "counter");
-	m->family = line;
-	m->family_len = n;
-	fprintf(f, "fusefs_%.*s\n", (int)len, line);
-}
-
-/* Prometheus text exposition format 0.0.4; malloc'ed, NULL on ENOMEM */
-static char *render(struct metrics *m, size_t *len)
-{
-	size_t rlen, off = 0;
-	char *report = report_text(&m->src, &rlen), *out = NULL;
-	FILE *f;
-
-	if (!report)
+	if (!f)
 		return NULL;
-	m->family = NULL;	/* requests are served one at a time */
-	f = open_memstream(&out, len);
-	if (f) {
-		while (off < rlen) {
-			const char *nl = memchr(report + off, '\n', rlen - off);
-			size_t n = rlen - off;
-
-			if (nl)
-				n = nl - report - off;
-			render_line(m, f, report + off, n);
-			off += n + 1;
-		}
-		fputs("# TYPE fusefs_up gauge\nfusefs_up 1\n", f);
-		if (fclose(f)) {
-			free(out);
-			out = NULL;
-		}
+	metrics_page_write(&m->src, f, openmetrics);
+	if (fclose(f)) {
+		free(out);
+		return NULL;
 	}
-	free(report);
 	return out;
+}
+
+/* Prometheus asks for OpenMetrics in Accept when it wants it */
+static bool wants_openmetrics(struct MHD_Connection *conn)
+{
+	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							 MHD_HTTP_HEADER_ACCEPT);
+
+	return accept && strstr(accept, "application/openmetrics-text");
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code,
 			     char *body, size_t len,
-			     enum MHD_ResponseMemoryMode mode)
+			     enum MHD_ResponseMemoryMode mode, const char *type)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -187,7 +108,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code,
 			free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ret = MHD_queue_response(conn, code, r);
@@ -203,20 +124,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	static char not_found[] = "not found: metrics are at /metrics\n";
 	static char not_allowed[] = "method not allowed\n";
 	struct metrics *m = cls;
+	bool om;
 	size_t len;
 	char *body;
 
 	if (strcmp(method, MHD_HTTP_METHOD_GET) &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed,
-			     strlen(not_allowed), MHD_RESPMEM_PERSISTENT);
+			     strlen(not_allowed), MHD_RESPMEM_PERSISTENT,
+			     CONTENT_TYPE);
 	if (strcmp(url, "/metrics"))
 		return reply(conn, MHD_HTTP_NOT_FOUND, not_found,
-			     strlen(not_found), MHD_RESPMEM_PERSISTENT);
-	body = render(m, &len);
+			     strlen(not_found), MHD_RESPMEM_PERSISTENT,
+			     CONTENT_TYPE);
+	om = wants_openmetrics(conn);
+	body = render(m, om, &len);
 	if (!body)
 		return MHD_NO;
-	return reply(conn, MHD_HTTP_OK, body, len, MHD_RESPMEM_MUST_FREE);
+	return reply(conn, MHD_HTTP_OK, body, len, MHD_RESPMEM_MUST_FREE,
+		     om ? CONTENT_TYPE_OM : CONTENT_TYPE);
 }
 
 static void on_mhd_error(void *cls, const char *fmt, va_list ap)

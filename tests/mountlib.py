@@ -7,6 +7,7 @@ daemon's log for sanitizer reports. FUSEFS_BIN names the binary."""
 import os
 import signal
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -106,9 +107,23 @@ def wait_for(cond, timeout=30):
     return False
 
 
+def run_captured(cmd, timeout=60, env=None, **kw):
+    """subprocess.run(capture_output=True, text=True) for commands that may
+    leave a daemon behind: a background fusefs without a syslog socket keeps
+    the stderr it was started with (docs/operations.md, "Logs"), so stderr
+    goes to a file, not to a pipe that would stay open until it exits."""
+    with tempfile.TemporaryFile() as err:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, timeout=timeout,
+                           env=env, **kw)
+        err.seek(0)
+        r.stderr = err.read().decode(errors="replace")
+    r.stdout = r.stdout.decode(errors="replace")
+    return r
+
+
 def run_fusefs(*args, timeout=60, env=None):
-    return subprocess.run([FUSEFS] + list(args), capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, **(env or {})))
+    return run_captured([FUSEFS] + list(args), timeout=timeout,
+                        env=dict(os.environ, **(env or {})))
 
 
 def notify_socket(tmp_path, abstract=False):

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from conftest import FUSEFS, POOL, ROOT, run_fusefs
+from mountlib import run_captured
 
 PKG = os.path.join(ROOT, "packaging")
 
@@ -344,8 +345,7 @@ def test_deb_install_mount_from_config_and_purge(ceph, built_deb, tmp_path):
                     f"cache_dir = {cache}\ncache_size = 1G\nceph_conf = {ceph.conf_path}\n")
         unit = open("/lib/systemd/system/fusefs@.service").read()
         assert "--config /etc/fusefs/%i.conf" in unit
-        r = subprocess.run(["/usr/sbin/fusefs", "mount", "--config", conf],
-                           capture_output=True, text=True, timeout=60)
+        r = run_captured(["/usr/sbin/fusefs", "mount", "--config", conf])
         assert r.returncode == 0, r.stderr
         try:
             assert (mnt / "d" / "f").read_bytes() == b"from the package"
@@ -358,8 +358,7 @@ def test_deb_install_mount_from_config_and_purge(ceph, built_deb, tmp_path):
         # an fstab line through the installed mount helper, the rest from the config
         fstab = tmp_path / "fstab"
         fstab.write_text(f"rados://{POOL}/pkg {mnt} fuse.fusefs config={conf},_netdev 0 0\n")
-        r = subprocess.run(["mount", "-T", str(fstab), str(mnt)], capture_output=True,
-                           text=True, timeout=60)
+        r = run_captured(["mount", "-T", str(fstab), str(mnt)])
         assert r.returncode == 0, r.stderr
         try:
             assert (mnt / "d" / "f").read_bytes() == b"from the package"

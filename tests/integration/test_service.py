@@ -613,14 +613,15 @@ def test_metrics_endpoint_counters_move(ceph, tmp_path, daemons):
     assert listening_on(port) == ["0100007F"]      # 127.0.0.1 only
     before, types = scrape(port)
     assert before["fusefs_up"] == 1 and types["fusefs_up"] == "gauge"
-    for name in ("cache_bytes_used", "cache_bytes_limit", "cache_files", "ns_files"):
+    for name in ("cache_used_bytes", "cache_limit_bytes", "cache_files", "namespace_files"):
         assert types[f"fusefs_{name}"] == "gauge", name
-    for name in ("reads", "hits", "misses", "bytes_from_backend", "bytes_from_cache"):
+    for name in ("reads_total", "chunk_reads_total", "read_bytes_total",
+                 "backend_errors_total", "read_stall_seconds_total"):
         assert types[f"fusefs_{name}"] == "counter", name
-    assert before["fusefs_ns_files"] == 1
+    assert before["fusefs_namespace_files"] == 1
     assert (mnt / "a").read_bytes()
     after, _ = scrape(port)
-    assert after["fusefs_reads"] > before["fusefs_reads"]
+    assert after["fusefs_reads_total"] > before["fusefs_reads_total"]
     # backend latency histogram, cumulative buckets in seconds
     assert types["fusefs_backend_read_seconds"] == "histogram"
     assert after["fusefs_backend_read_seconds_count"] >= 1
@@ -631,8 +632,9 @@ def test_metrics_endpoint_counters_move(ceph, tmp_path, daemons):
     listed, types = scrape(port)
     assert listed['fusefs_list_position{list="rank-0"}'] >= 0
     assert types["fusefs_list_lead_bytes"] == "gauge"
-    assert after["fusefs_bytes_from_backend"] >= before["fusefs_bytes_from_backend"] + (2 << 20)
-    assert wait_for(lambda: scrape(port)[0]["fusefs_cache_bytes_used"] >= 2 << 20)
+    backend = 'fusefs_read_bytes_total{source="backend"}'
+    assert after[backend] >= before[backend] + (2 << 20)
+    assert wait_for(lambda: scrape(port)[0]["fusefs_cache_used_bytes"] >= 2 << 20)
     with pytest.raises(urllib.error.HTTPError) as e:
         scrape(port, "/other")
     assert e.value.code == 404
