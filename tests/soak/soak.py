@@ -8,10 +8,12 @@ file of the order with its bytes checked; the cache holds about a third of the
 data, so the policy evicts all the time.  A sampler thread reads
 /proc/PID/status (VmRSS) and /proc/PID/fd every --sample seconds.
 
-Flat means: the mean RSS of the last third of the samples is at most 10 %
-(plus 4 MiB) above the mean of the first third, and the largest fd count of
-the last third is at most 2 above the first third's largest.  Exit status 0
-if flat and every byte was right, 1 otherwise; --out writes the samples.
+Flat means, after a warm-up (--warmup seconds, default 120: the cache fills,
+threads and files open): the mean RSS of the last third of the samples is at
+most 10 % (plus 4 MiB) above the mean of the first third, and the mean number
+of open fds at most 10 % (plus 2) above it.  Exit status 0 if flat and every
+byte was right, 1 otherwise; --out writes the samples, --judge FILE judges
+the samples of an earlier --out again.
 
     tests/soak/soak.py --bin build/bin/fusefs --minutes 20 --out /tmp/soak.json
 """
@@ -39,6 +41,24 @@ def sample(pid):
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def verdict(samples, warmup):
+    """flatness of [(t, rss, fds)] after @warmup seconds"""
+    rest = [x for x in samples if x[0] >= warmup] or samples
+    third = max(1, len(rest) // 3)
+    first, last = rest[:third], rest[-third:]
+
+    def mean(part, i):
+        return sum(x[i] for x in part) / len(part)
+
+    rss0, rss1, fd0, fd1 = mean(first, 1), mean(last, 1), mean(first, 2), mean(last, 2)
+    return {"warmup_s": warmup, "samples": len(samples),
+            "rss_first_third_mib": round(rss0 / MiB, 1), "rss_last_third_mib": round(rss1 / MiB, 1),
+            "rss_max_mib": round(max(x[1] for x in samples) / MiB, 1),
+            "fds_first_third_mean": round(fd0, 1), "fds_last_third_mean": round(fd1, 1),
+            "fds_max": max(x[2] for x in samples),
+            "flat_rss": rss1 <= rss0 * 1.10 + 4 * MiB, "flat_fds": fd1 <= fd0 * 1.10 + 2}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.path.join(HERE, "..", "..", "build", "bin", "fusefs"))
@@ -47,7 +67,14 @@ def main():
     ap.add_argument("--files", type=int, default=160)
     ap.add_argument("--dir", default="/tmp/fusefs-soak")
     ap.add_argument("--out")
+    ap.add_argument("--warmup", type=float, default=120)
+    ap.add_argument("--judge", metavar="FILE")
     a = ap.parse_args()
+    if a.judge:
+        with open(a.judge) as f:
+            v = verdict(json.load(f)["samples"], a.warmup)
+        print(json.dumps(v, indent=1))
+        return 0 if v["flat_rss"] and v["flat_fds"] else 1
     os.environ["FUSEFS_BIN"] = os.path.abspath(a.bin)
     from mountlib import Mount  # noqa: E402 (reads FUSEFS_BIN)
 
@@ -126,19 +153,9 @@ def main():
         th.join()
         st = m.stats()
         m.umount()
-    third = max(1, len(samples) // 3)
-    first, last = samples[:third], samples[-third:]
-    rss0 = sum(s[1] for s in first) / len(first)
-    rss1 = sum(s[1] for s in last) / len(last)
-    fd0, fd1 = max(s[2] for s in first), max(s[2] for s in last)
-    flat_rss = rss1 <= rss0 * 1.10 + 4 * MiB
-    flat_fds = fd1 <= fd0 + 2
+    v = verdict(samples, a.warmup)
     res = {"minutes": round((time.monotonic() - t0) / 60, 1), "epochs": epoch,
-           "reads": reads, "wrong_bytes": len(wrong), "errors": errors[:10],
-           "rss_first_third_mib": round(rss0 / MiB, 1), "rss_last_third_mib": round(rss1 / MiB, 1),
-           "rss_max_mib": round(max(s[1] for s in samples) / MiB, 1),
-           "fds_first_third_max": fd0, "fds_last_third_max": fd1,
-           "flat_rss": flat_rss, "flat_fds": flat_fds,
+           "reads": reads, "wrong_bytes": len(wrong), "errors": errors[:10], **v,
            "stats": {k: st[k] for k in ("evictions", "lists_published", "prefetch_chunks",
                                         "bytes_from_backend", "checksum_failures",
                                         "read_errors", "cache_bytes_used")}}
@@ -146,7 +163,7 @@ def main():
     if a.out:
         with open(a.out, "w") as f:
             json.dump(dict(res, samples=samples), f)
-    ok = flat_rss and flat_fds and not wrong and not errors
+    ok = v["flat_rss"] and v["flat_fds"] and not wrong and not errors
     return 0 if ok else 1
 
 
