@@ -133,18 +133,20 @@ def outage_epoch(m, data, tmp_path, stop, start, seed):
         time.sleep(0.05)
     down = time.monotonic()
     stop()
-    # a file nobody prefetched, read while the backend is down: EIO, in bounded time
-    # (the reader's files may all come from the cache and memory meanwhile)
-    t0 = time.monotonic()
     try:
-        cold = "wrong" if read_checked(m.path("cold/c")) != COLD["cold/c"] else "ok"
-    except OSError as e:
-        cold = "eio" if e.errno == 5 else f"errno {e.errno}"
-    cold_s = time.monotonic() - t0
-    assert cold == "eio" and cold_s <= EIO_BOUND, (cold, cold_s)
-    time.sleep(max(0, 3 - cold_s))  # down long enough for prefetches to fail
-    start()
+        # a file nobody prefetched, read while the backend is down: EIO, in bounded
+        # time (the reader's files may all come from the cache and memory meanwhile)
+        t0 = time.monotonic()
+        try:
+            cold = "wrong" if read_checked(m.path("cold/c")) != COLD["cold/c"] else "ok"
+        except OSError as e:
+            cold = "eio" if e.errno == 5 else f"errno {e.errno}"
+        cold_s = time.monotonic() - t0
+        time.sleep(max(0, 3 - cold_s))  # down long enough for prefetches to fail
+    finally:
+        start()                         # whatever happened: the next tests need it
     up = time.monotonic()
+    assert cold == "eio" and cold_s <= EIO_BOUND, (cold, cold_s)
     prefetched_at_up = m.stats()["prefetch_chunks"]
     time.sleep(RESUMED + 4)         # reading on after the restart
     rd.stop()
