@@ -152,7 +152,7 @@ def outage_epoch(m, data, tmp_path, stop, start, seed):
     up = time.monotonic()
     assert cold == "eio" and cold_s <= EIO_BOUND, (cold, cold_s)
     prefetched_at_up = m.stats()["prefetch_chunks"]
-    time.sleep(RESUMED + 4)         # reading on after the restart
+    time.sleep(RESUMED + 2.5)       # reading on after the restart
     rd.stop()
     assert read_checked(m.path("cold/c")) == COLD["cold/c"]       # and now it reads
     print(f"cold read while down: EIO after {cold_s:.1f} s")
