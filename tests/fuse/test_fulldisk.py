@@ -1,6 +1,6 @@
 """The cache disk fills up (issue 13, items 4 and 7): the cache directory
-lives on a small loop-mounted ext4 file system, --cache-size is far
-larger than it. Readers still get every byte (from the source when the
+lives on a small loop-mounted ext4 file system that something else
+(a ballast file) fills after the mount. Readers still get every byte (from the source when the
 chunk cannot be stored), the daemon neither crashes nor floods its log
 (one rate-limited line per episode), what it did store stays correct,
 and after a restart on the same full disk the cache is reused and the
@@ -44,7 +44,12 @@ def test_cache_disk_fills_up(small_fs, mounter, src, tmp_path):
     put(src, data)
     cache = small_fs / "cache"
     cache.mkdir(mode=0o700)
-    m = mounter("--cache-size", "1G", "--readahead", "2", cache=str(cache))
+    # a --cache-size above the disk's free space is refused at start; the disk
+    # fills anyway when something else writes to it: a ballast file does
+    m = mounter("--cache-size", "90%", "--readahead", "2", cache=str(cache))
+    st = os.statvfs(small_fs)
+    with open(small_fs / "ballast", "wb") as f:
+        f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - 8 * MiB))
     for name, want in data.items():             # every byte, disk full or not
         assert read_uncached(m.path(name)) == want, name
     s = m.stats()
@@ -61,8 +66,10 @@ def test_cache_disk_fills_up(small_fs, mounter, src, tmp_path):
         assert read_uncached(m.path(name)) == want, name
     kept = s["cache_bytes_used"]
     m.umount()
-    # a restart on the still full disk serves the same bytes, reusing what was kept
-    m2 = mounter("--cache-size", "1G", "--readahead", "2", cache=str(cache))
+    # a restart (the ballast gone: with the disk still full, a --cache-size above
+    # free + held is refused at start) serves the same bytes, reusing what was kept
+    os.unlink(small_fs / "ballast")
+    m2 = mounter("--cache-size", "90%", "--readahead", "2", cache=str(cache))
     for name, want in data.items():
         assert read_uncached(m2.path(name)) == want, name
     s2 = m2.stats()
