@@ -162,6 +162,24 @@ bench-local: all
 	/usr/bin/python3 bench/local.py --bin $(BIN) $(BENCH_LOCAL_ARGS)
 .PHONY: bench-local
 
+# fault injection on a throwaway Ceph cluster (tests/integration/test_faults.py,
+# docs/reliability.md): osd.0 and radosgw restarted mid-epoch, and FAULT_KILLS
+# SIGKILLs of the daemon during prefetch and eviction storms, each followed by a
+# remount (numbers in FAULT_REPORT), ~6 min; needs root
+FAULT_KILLS  ?= 50
+FAULT_REPORT ?= /tmp/fusefs-faults.json
+faults: all
+	FUSEFS_FAULT_KILLS=$(FAULT_KILLS) FUSEFS_FAULT_REPORT=$(FAULT_REPORT) \
+	flock /tmp/fusefs-ceph.lock tests/run-integration.sh $(BIN) -k test_faults -s
+
+# SOAK_MINUTES of mixed epochs on a file:// source, the daemon's RSS and open
+# fds sampled: flat or not (tests/soak/soak.py, docs/reliability.md); needs root
+SOAK_MINUTES ?= 20
+soak: all
+	/usr/bin/python3 tests/soak/soak.py --bin $(BIN) --minutes $(SOAK_MINUTES) \
+		--out /tmp/fusefs-soak.json
+.PHONY: faults soak
+
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs
 	install -d $(DESTDIR)/sbin

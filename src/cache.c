@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,11 +324,60 @@ static void release_locked(struct cache *c, struct centry *ce,
 	}
 }
 
-/* open @ce's data files if they are not (a reference is held; unlocked) */
+#define NOSPACE_LOG_S	60
+
+static bool no_space(int err)
+{
+	return err == ENOSPC || err == EDQUOT;
+}
+
+/*
+ * A full cache disk (ENOSPC, EDQUOT) is not an error of the read: the
+ * reader has its bytes from the backend; this chunk is just not kept.
+ * One log line per NOSPACE_LOG_S seconds, not one per chunk.
+ */
+static void log_no_space(struct cache *c, int err)
+{
+	static _Atomic int64_t last;
+	static _Atomic uint64_t quiet;
+	int64_t now = now_s(), prev = last;
+
+	if (now - prev < NOSPACE_LOG_S ||
+	    !atomic_compare_exchange_strong(&last, &prev, now)) {
+		quiet++;
+		return;
+	}
+	log_warn("cache disk %s is full (%s): chunks are served from the "
+		 "backend and not kept (%" PRIu64 " more since the last such "
+		 "message)", c->dir, strerror(err), atomic_exchange(&quiet, 0));
+}
+
+/*
+ * Room on the cache disk for @need more bytes of data, keeping a reserve
+ * (1/32 of the file system, at most INDEX_RESERVE_MAX) for the index: a
+ * disk filled by data files would make index commits fail, and the
+ * chunks they record would be lost at the next start.  -ENOSPC if not.
+ */
+#define INDEX_RESERVE_MAX	(64ULL << 20)
+
+static int disk_room(struct cache *c, uint64_t need)
+{
+	struct statvfs sv;
+	uint64_t avail, reserve;
+
+	if (fstatvfs(c->lock_fd, &sv))
+		return 0;	/* unknown: the write will tell */
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve = MIN(INDEX_RESERVE_MAX, (uint64_t)sv.f_blocks * sv.f_frsize / 32);
+	return avail >= need + reserve ? 0 : -ENOSPC;
+}
+
+/* open @ce's data files if they are not (a reference is held; unlocked);
+ * -errno of the open */
 static int ensure_files(struct cache *c, struct centry *ce)
 {
 	char path[PATH_MAX];
-	int fd, dfd = -1, flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
+	int fd, dfd = -1, err = 0, flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
 
 	pthread_mutex_lock(&c->lock);
 	while (ce->opening)
@@ -345,14 +396,22 @@ static int ensure_files(struct cache *c, struct centry *ce)
 		char *slash = strrchr(path, '/');
 
 		*slash = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST)
-			log_warn("cannot create %s: %s", path, strerror(errno));
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			err = errno;	/* no_space(): the real cause */
+			if (!no_space(err))
+				log_warn("cannot create %s: %s", path,
+					 strerror(err));
+		}
 		*slash = '/';
 		fd = open(path, flags | O_CREAT, 0600);
 	}
-	if (fd < 0)
-		log_err("cache file %s: %s", path, strerror(errno));
-	else if (c->direct)
+	if (fd < 0) {
+		err = errno == ENOENT && no_space(err) ? err : errno;
+		if (no_space(err))
+			log_no_space(c, err);
+		else
+			log_err("cache file %s: %s", path, strerror(err));
+	} else if (c->direct)
 		dfd = open(path, flags | O_DIRECT);
 
 	pthread_mutex_lock(&c->lock);
@@ -361,7 +420,7 @@ static int ensure_files(struct cache *c, struct centry *ce)
 	ce->opening = false;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	return fd < 0 ? -EIO : 0;
+	return fd < 0 ? -err : 0;
 }
 
 int cache_pin(struct cache *c, uint64_t fid, bool pin)
@@ -517,10 +576,11 @@ int cache_attach(struct cache *c, uint64_t fid, const char *key,
 	later_run(c, &l);
 	if (rc)
 		return rc;
+	/* a full disk: the file is read from the backend, nothing kept */
 	rc = ensure_files(c, ce);
-	if (rc) {
+	if (rc && !no_space(-rc)) {
 		cache_detach(c, ce);
-		return rc;
+		return -EIO;
 	}
 	*out = ce;
 	return 0;
@@ -698,7 +758,9 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	if (rc)
 		return rc;
 
-	rc = ensure_files(c, ce);
+	rc = disk_room(c, need);
+	if (!rc)
+		rc = ensure_files(c, ce);
 	if (!rc) {
 		/* O_DIRECT wants whole blocks: the padding past len is never read */
 		direct = ce->dfd >= 0;
@@ -707,7 +769,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		if (w < 0)
 			rc = -errno;
 		else if ((uint64_t)w < cb->len)
-			rc = -EIO;
+			rc = -ENOSPC;	/* a short write to a file: no room */
 	}
 
 	pthread_mutex_lock(&c->lock);
@@ -725,9 +787,13 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 			ce->pn->prefetched = true;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (rc)
+	if (rc && no_space(-rc)) {
+		stat_inc(c->st, chunks_not_stored);
+		log_no_space(c, -rc);
+	} else if (rc) {
 		log_err("writing chunk %u of '%s' to the cache: %s", n,
 			str_log(ce->key), strerror(-rc));
+	}
 	return rc;
 }
 

@@ -264,3 +264,79 @@ class CephCluster:
 
     def rgw_start(self):
         self._sh("rgw-start", self.dir)
+
+    # ---- real restarts (tests/integration/test_faults.py) ----------------------------
+    # memstore persists its objects when the OSD shuts down cleanly (SIGTERM with
+    # osd_fast_shutdown off) and loads them at start: the restarted OSD has its data.
+
+    def _pid(self, daemon):
+        try:
+            with open(os.path.join(self.dir, "run", daemon + ".pid")) as f:
+                return int(f.read().strip() or 0) or None
+        except FileNotFoundError:
+            return None
+
+    def osd_stop(self, timeout=60):
+        """SIGTERM osd.0 and wait for it to exit (it marks itself down and saves memstore)."""
+        pid = self._pid("osd.0")
+        if not pid:
+            raise RuntimeError("osd.0 is not running")
+        # the default fast shutdown exits without unmounting the store: memstore would
+        # come back empty
+        subprocess.run(["ceph", "-c", self.conf_path, "--connect-timeout", "10", "tell",
+                        "osd.0", "config", "set", "osd_fast_shutdown", "false"],
+                       check=True, capture_output=True, timeout=30)
+        os.kill(pid, 15)
+        deadline = time.monotonic() + timeout
+        while os.path.exists("/proc/%d" % pid):
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError("osd.0 (pid %d) did not exit after SIGTERM" % pid)
+            time.sleep(0.1)
+        for suffix in (".pid", ".asok"):
+            try:
+                os.unlink(os.path.join(self.dir, "run", "osd.0" + suffix))
+            except FileNotFoundError:
+                pass
+
+    def osd_start(self, timeout=60):
+        """Start osd.0 again (as cluster.sh does) and wait until it is up with every PG
+        active+clean; returns the seconds that took."""
+        t0 = time.monotonic()
+        log = open(os.path.join(self.dir, "log", "osd.0.out"), "ab")
+        p = subprocess.Popen(["ceph-osd", "-i", "0", "-f", "-c", self.conf_path],
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             start_new_session=True)
+        log.close()
+        with open(os.path.join(self.dir, "run", "osd.0.pid"), "w") as f:
+            f.write("%d\n" % p.pid)
+        self._children = getattr(self, "_children", []) + [p]   # reaped by Popen's GC
+        while True:
+            if p.poll() is not None:
+                raise RuntimeError("osd.0 exited with %d at start" % p.returncode)
+            try:
+                r = subprocess.run(["ceph", "-c", self.conf_path, "--connect-timeout", "5",
+                                    "pg", "stat", "-f", "json"], capture_output=True,
+                                   text=True, timeout=20)
+                s = json.loads(r.stdout) if r.returncode == 0 else {}
+                s = s.get("pg_summary", s)
+                by = s.get("num_pg_by_state", [])
+                clean = sum(x["num"] for x in by if x["name"] == "active+clean")
+                if s.get("num_pgs") and clean == s["num_pgs"] and \
+                        "up" in self._osd_state():
+                    return time.monotonic() - t0
+            except (subprocess.TimeoutExpired, ValueError):
+                pass
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError("osd.0 not up with all PGs active+clean after %d s" % timeout)
+            time.sleep(0.3)
+
+    def _osd_state(self):
+        r = subprocess.run(["ceph", "-c", self.conf_path, "--connect-timeout", "5", "osd",
+                            "dump", "-f", "json"], capture_output=True, text=True, timeout=20)
+        if r.returncode:
+            return []
+        osds = json.loads(r.stdout).get("osds", [])
+        return [s for o in osds if o["osd"] == 0 for s in ("up",) if o["up"]]
