@@ -51,7 +51,8 @@
  * advance a list, and only if none advances is it a jump.  A stray
  * re-read far from any reader's position changes nothing.
  *
- * Next use (lists_next_use(), the minimum over active lists, in files):
+ * Next use (lists_next_use(), the minimum over active lists, in files;
+ * lists_next_use_bytes() in bytes):
  * an unread file of the current epoch at or after low is used in
  * idx - low; a file read or skipped this epoch takes its next use from
  * the queued epochs.  A list whose reader stopped (no open, publish or
@@ -173,6 +174,13 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready);
  * struct lists (the signature of cache_set_next_use()).
  */
 uint64_t lists_next_use(void *lists, uint64_t fid);
+/*
+ * lists_next_use_bytes() - the same in bytes: what the reader reads
+ * before @fid's first byte (the files from low on, read-ahead ones
+ * included, then the queued epochs), min over active lists; what the
+ * chunk-level eviction compares (policy.h).
+ */
+uint64_t lists_next_use_bytes(void *lists, uint64_t fid);
 
 /*
  * lists_window() - up to @max file ids the readers of active lists will

@@ -31,9 +31,8 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 void prefetch_stop(struct prefetcher *p);
 /* prefetch_destroy() - after fetch_destroy() (or before fetch_create()) */
 void prefetch_destroy(struct prefetcher *p);
-/* prefetch_published() - a list was published; its largest file has
- * @max_size bytes (the streaming window is sized for it) */
-void prefetch_published(struct prefetcher *p, uint64_t max_size);
+/* prefetch_published() - a list was published */
+void prefetch_published(struct prefetcher *p);
 /* prefetch_kick() - something changed (a list, a reader's position) */
 void prefetch_kick(struct prefetcher *p);
 

@@ -480,7 +480,7 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
 			 list_outcome_name(rep.outcome), rep.accepted,
 			 rep.lines);
-		prefetch_published(c->d.pf, rep.max_size);
+		prefetch_published(c->d.pf);
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
 			 name, rep.epoch, list_outcome_name(rep.outcome),

@@ -15,6 +15,7 @@
 struct ent {
 	uint64_t fid;
 	uint64_t size;
+	uint64_t off;		/* bytes of the files before it in the list */
 	uint32_t idx;
 };
 
@@ -405,7 +406,8 @@ static int parse(const char *text, size_t len, list_resolve_fn resolve,
 		if (e->n == UINT32_MAX - 1 ||
 		    (e->n == cap && epoch_grow(e, &cap)))
 			goto out_free;
-		e->ents[e->n] = (struct ent){ .fid = fid, .size = size, .idx = e->n };
+		e->ents[e->n] = (struct ent){ .fid = fid, .size = size,
+					      .off = e->bytes, .idx = e->n };
 		if (htab_put(&e->by_fid, &e->ents[e->n]))
 			goto out_free;
 		e->n++;
@@ -880,9 +882,18 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready)
 	pthread_mutex_unlock(&l->lock);
 }
 
-uint64_t lists_next_use(void *arg, uint64_t fid)
+/* bytes of @e from ent @i on (@i <= n) */
+static uint64_t bytes_from(const struct epoch *e, uint32_t i)
 {
-	struct lists *l = arg;
+	return i < e->n ? e->bytes - e->ents[i].off : 0;
+}
+
+/*
+ * The soonest next use of @fid over the active lists, counted in files
+ * or (@bytes) in bytes read before it.
+ */
+static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes)
+{
 	uint64_t best = UINT64_MAX, now;
 	unsigned i, k;
 
@@ -890,31 +901,43 @@ uint64_t lists_next_use(void *arg, uint64_t fid)
 	now = l->now_ms(l->clock_arg);
 	for (i = 0; i < l->n; i++) {
 		struct rlist *r = l->l[i];
+		const struct epoch *e = r->cur;
 		struct ent *x;
 		uint64_t base = 0;
 
 		if (is_idle(l, r, now))
 			continue;
-		if (r->cur) {
-			x = htab_get(&r->cur->by_fid, fid);
-			if (x && unread_ahead(r->cur, x)) {
-				best = MIN(best,
-					   (uint64_t)(x->idx - r->cur->low));
+		if (e) {
+			x = htab_get(&e->by_fid, fid);
+			if (x && unread_ahead(e, x)) {
+				best = MIN(best, bytes ?
+					   x->off - e->ents[e->low].off :
+					   (uint64_t)(x->idx - e->low));
 				continue;
 			}
-			base = remaining(r->cur);
+			base = bytes ? bytes_from(e, e->low) : remaining(e);
 		}
 		for (k = 0; k < r->nq; k++) {
 			x = htab_get(&r->q[k]->by_fid, fid);
 			if (x) {
-				best = MIN(best, base + x->idx);
+				best = MIN(best, base + (bytes ? x->off : x->idx));
 				break;
 			}
-			base += r->q[k]->n;
+			base += bytes ? r->q[k]->bytes : r->q[k]->n;
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
 	return best;
+}
+
+uint64_t lists_next_use(void *arg, uint64_t fid)
+{
+	return next_use(arg, fid, false);
+}
+
+uint64_t lists_next_use_bytes(void *arg, uint64_t fid)
+{
+	return next_use(arg, fid, true);
 }
 
 /* ---- walking ahead of a reader ---- */

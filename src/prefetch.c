@@ -48,12 +48,8 @@ void prefetch_kick(struct prefetcher *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void prefetch_published(struct prefetcher *p, uint64_t max_size)
+void prefetch_published(struct prefetcher *p)
 {
-	if (!p)
-		return;
-	/* the streaming window holds a couple of the largest listed files */
-	cache_stream_hint(p->c, 2 * max_size);
 	prefetch_kick(p);
 }
 
@@ -79,6 +75,44 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 	return ce;
 }
 
+/*
+ * Start fetches of @ce's missing chunks, in file order, while the policy
+ * would keep them: into free space, or in place of chunks needed later
+ * (chunk-level Belady, policy.h).  Chunks in flight count as taken, so
+ * up to fetch's prefetch bound stay in flight ahead of the reader.
+ * Return: true if the window ends here (no room worth taking, or the
+ * fetcher is at its bound).
+ */
+static bool fetch_missing(struct prefetcher *p, struct centry *ce,
+			  const struct cache_ident *ci)
+{
+	uint64_t chunk = cache_chunk_size(p->c);
+	uint32_t c;
+
+	for (c = 0; c < ci->nchunks; c++) {
+		uint64_t flying, need;
+		int rc;
+
+		if (cache_chunk_state(p->c, ce, c) != CH_ABSENT)
+			continue;
+		flying = (uint64_t)fetch_prefetching(p->f) * chunk;
+		need = flying + cache_chunk_len(p->c, ce, c);
+		if (cache_free(p->c) < need &&
+		    !cache_admits(p->c, ce, need, ADMIT_PREFETCH)) {
+			log_dbg("prefetch: window ends at chunk %u of %s (in flight %llu)",
+				c, ci->key, (unsigned long long)flying);
+			pthread_mutex_lock(&p->lock);
+			p->full = !flying;
+			pthread_mutex_unlock(&p->lock);
+			return true;
+		}
+		rc = fetch_prefetch(p->f, ce, c);
+		if (rc == -EBUSY || rc == -ENOMEM)
+			return true;
+	}
+	return false;
+}
+
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
@@ -89,14 +123,12 @@ static void round_once(struct prefetcher *p)
 		uint64_t size;
 		struct centry *ce = hold(p, p->fids[i], &size);
 		struct cache_ident ci;
-		uint32_t c, missing;
 
 		p->ready[i] = false;
 		if (!ce)
 			continue;
 		cache_ident(ce, &ci);
-		missing = cache_missing(p->c, ce);
-		if (!missing) {
+		if (!cache_missing(p->c, ce)) {
 			/* ready means on disk, not merely in flight */
 			p->ready[i] = cache_is_complete(p->c, ce);
 			cache_busy_put(p->c, ce);
@@ -105,36 +137,8 @@ static void round_once(struct prefetcher *p)
 		pthread_mutex_lock(&p->lock);
 		busy = p->full;
 		pthread_mutex_unlock(&p->lock);
-		/*
-		 * Into free space, prefetch in parallel.  Once the cache is
-		 * full, one file at a time, and only if the policy would make
-		 * room for it: the window ends where it would not keep the
-		 * file (Belady: something cached is needed sooner).
-		 */
-		if (!busy) {
-			uint64_t need = (uint64_t)missing * cache_chunk_size(p->c);
-			uint64_t flying = (uint64_t)fetch_prefetching(p->f) *
-					  cache_chunk_size(p->c);
-			uint64_t room = cache_free(p->c);
-
-			if (room < flying + need &&
-			    (flying || !cache_admits(p->c, ce, need,
-						       ADMIT_PREFETCH))) {
-				log_dbg("prefetch: window ends at %s (room %llu, in flight %llu)",
-					ci.key, (unsigned long long)room,
-					(unsigned long long)flying);
-				pthread_mutex_lock(&p->lock);
-				p->full = !flying;
-				pthread_mutex_unlock(&p->lock);
-				busy = true;
-			}
-		}
-		for (c = 0; c < ci.nchunks && !busy; c++) {
-			int rc = fetch_prefetch(p->f, ce, c);
-
-			if (rc == -EBUSY || rc == -ENOMEM)
-				busy = true;
-		}
+		if (!busy)
+			busy = fetch_missing(p, ce, &ci);
 		cache_busy_put(p->c, ce);
 	}
 	/* each list's lead: the ready files at the head of its window */
@@ -172,7 +176,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->f = f;
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
-	cache_set_next_use(c, lists_next_use, l);
+	cache_set_next_use(c, lists_next_use_bytes, l);
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
 	if (rc) {
