@@ -175,12 +175,14 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready);
  */
 uint64_t lists_next_use(void *lists, uint64_t fid);
 /*
- * lists_next_use_bytes() - the same in bytes: what the reader reads
+ * lists_next_use_bytes() - the same in bytes: what the readers read
  * before @fid's first byte (the files from low on, read-ahead ones
- * included, then the queued epochs), min over active lists; what the
- * chunk-level eviction compares (policy.h).
+ * included, then the queued epochs), min over active lists; *@after
+ * (if not NULL) is the use after that one (the second soonest over
+ * every list's current and queued epochs), UINT64_MAX if none.  What
+ * the chunk-level eviction compares (policy_next_use_fn).
  */
-uint64_t lists_next_use_bytes(void *lists, uint64_t fid);
+uint64_t lists_next_use_bytes(void *lists, uint64_t fid, uint64_t *after);
 
 /*
  * lists_window() - up to @max file ids the readers of active lists will

@@ -30,7 +30,14 @@
  *           go first, whole, the coldest first.  A newcomer chunk (at
  *           offset in->cached of its file) is admitted only if it is
  *           needed sooner than every victim it needs; with neither
- *           known, the heat rule decides.  So a shard larger than the
+ *           known, the heat rule decides.  "Needed" for a prefetch
+ *           (ADMIT_PREFETCH) is the use after the coming read (the next
+ *           epoch's): a demand-only Belady (MIN) would keep the chunk
+ *           after that read only then, and evicting a chunk used before
+ *           it to fetch one that goes again right after its read costs
+ *           one more fetch of the victim.  So prefetching moves MIN's
+ *           fetches earlier and never adds any; a chunk MIN would not
+ *           keep is read on demand (or staged in memory, not on disk).  So a shard larger than the
  *           free space streams through the cache chunk by chunk without
  *           displacing anything needed sooner.  Without a future it is
  *           "heat".
@@ -100,10 +107,12 @@ struct policy_ops {
 
 /*
  * The future: distance in bytes (read by the readers before it) to the
- * start of @fid's next known use, or NEXT_USE_NONE.  Called under the cache lock (lock order: cache, then
+ * start of @fid's next known use, or NEXT_USE_NONE; in *@after (if not
+ * NULL) the use after that one, or NEXT_USE_NONE.  Called under the cache lock (lock order: cache, then
  * whatever the callback takes, e.g. the lists lock).
  */
-typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid);
+typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid,
+				       uint64_t *after);
 
 struct policy {
 	const struct policy_ops *ops;

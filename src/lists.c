@@ -888,13 +888,26 @@ static uint64_t bytes_from(const struct epoch *e, uint32_t i)
 	return i < e->n ? e->bytes - e->ents[i].off : 0;
 }
 
-/*
- * The soonest next use of @fid over the active lists, counted in files
- * or (@bytes) in bytes read before it.
- */
-static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes)
+/* keep the two smallest of *@a <= *@b and @v */
+static void two_min(uint64_t *a, uint64_t *b, uint64_t v)
 {
-	uint64_t best = UINT64_MAX, now;
+	if (v < *a) {
+		*b = *a;
+		*a = v;
+	} else if (v < *b) {
+		*b = v;
+	}
+}
+
+/*
+ * The soonest use of @fid over the active lists, and in *@after the use
+ * after it (the soonest two over every list's uses in its current and
+ * queued epochs), counted in files or (@bytes) in bytes read before it.
+ */
+static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
+			 uint64_t *after)
+{
+	uint64_t best = UINT64_MAX, second = UINT64_MAX, now;
 	unsigned i, k;
 
 	pthread_mutex_lock(&l->lock);
@@ -904,40 +917,44 @@ static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes)
 		const struct epoch *e = r->cur;
 		struct ent *x;
 		uint64_t base = 0;
+		unsigned found = 0;
 
 		if (is_idle(l, r, now))
 			continue;
 		if (e) {
 			x = htab_get(&e->by_fid, fid);
 			if (x && unread_ahead(e, x)) {
-				best = MIN(best, bytes ?
-					   x->off - e->ents[e->low].off :
-					   (uint64_t)(x->idx - e->low));
-				continue;
+				two_min(&best, &second, bytes ?
+					x->off - e->ents[e->low].off :
+					(uint64_t)(x->idx - e->low));
+				found++;
 			}
 			base = bytes ? bytes_from(e, e->low) : remaining(e);
 		}
-		for (k = 0; k < r->nq; k++) {
+		for (k = 0; k < r->nq && found < 2; k++) {
 			x = htab_get(&r->q[k]->by_fid, fid);
 			if (x) {
-				best = MIN(best, base + (bytes ? x->off : x->idx));
-				break;
+				two_min(&best, &second,
+					base + (bytes ? x->off : x->idx));
+				found++;
 			}
 			base += bytes ? r->q[k]->bytes : r->q[k]->n;
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
+	if (after)
+		*after = second;
 	return best;
 }
 
 uint64_t lists_next_use(void *arg, uint64_t fid)
 {
-	return next_use(arg, fid, false);
+	return next_use(arg, fid, false, NULL);
 }
 
-uint64_t lists_next_use_bytes(void *arg, uint64_t fid)
+uint64_t lists_next_use_bytes(void *arg, uint64_t fid, uint64_t *after)
 {
-	return next_use(arg, fid, true);
+	return next_use(arg, fid, true, after);
 }
 
 /* ---- walking ahead of a reader ---- */

@@ -148,11 +148,13 @@ static bool eligible(const struct policy_node *n, const struct policy_node *in)
  */
 typedef struct policy_node *(*pick_fn)(const struct policy *p,
 				       const struct policy_node *in,
-				       uint64_t *take, int64_t now);
+				       enum admit_kind kind, uint64_t *take,
+				       int64_t now);
 
 static struct policy_node *lru_pick(const struct policy *p,
 				    const struct policy_node *in,
-				    uint64_t *take, int64_t now)
+				    enum admit_kind kind, uint64_t *take,
+				    int64_t now)
 {
 	struct policy_node *n;
 
@@ -174,7 +176,8 @@ static bool hotter(const struct policy_node *in, double heat)
 /* the coldest eligible entry, if @in is clearly hotter than it */
 static struct policy_node *heat_pick(const struct policy *p,
 				     const struct policy_node *in,
-				     uint64_t *take, int64_t now)
+				     enum admit_kind kind, uint64_t *take,
+				     int64_t now)
 {
 	struct policy_node *n, *best = NULL;
 	double best_heat = 0;
@@ -214,16 +217,21 @@ static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
  */
 static struct policy_node *auto_pick(const struct policy *p,
 				     const struct policy_node *in,
-				     uint64_t *take, int64_t now)
+				     enum admit_kind kind, uint64_t *take,
+				     int64_t now)
 {
 	struct policy_node *n, *best = NULL;
 	uint64_t in_use = NEXT_USE_NONE, best_use = 0;
 	double best_heat = 0;
 
 	if (!p->next_use)
-		return heat_pick(p, in, take, now);
+		return heat_pick(p, in, kind, take, now);
 	if (in) {
-		in_use = p->next_use(p->next_use_arg, in->fid);
+		uint64_t after;
+
+		in_use = p->next_use(p->next_use_arg, in->fid, &after);
+		if (kind == ADMIT_PREFETCH)
+			in_use = after;		/* kept past the coming read? */
 		if (in_use != NEXT_USE_NONE)
 			in_use += in->cached;	/* its next chunk */
 	}
@@ -233,7 +241,7 @@ static struct policy_node *auto_pick(const struct policy *p,
 
 		if (!eligible(n, in))
 			continue;
-		use = tail_use(p, n, p->next_use(p->next_use_arg, n->fid));
+		use = tail_use(p, n, p->next_use(p->next_use_arg, n->fid, NULL));
 		h = policy_heat(p, n, now);
 		if (!best || use > best_use || (use == best_use && h < best_heat)) {
 			best = n;
@@ -262,8 +270,8 @@ static struct policy_node *auto_pick(const struct policy *p,
  * nothing changes.
  */
 static int choose(const struct policy *p, const struct policy_node *in,
-		  uint64_t bytes, pick_fn pick, struct admission *out,
-		  int64_t now)
+		  uint64_t bytes, enum admit_kind kind, pick_fn pick,
+		  struct admission *out, int64_t now)
 {
 	uint64_t taken = p->used + p->reserved + bytes, freed = 0;
 	int n = 0, i, rc = 0;
@@ -279,7 +287,7 @@ static int choose(const struct policy *p, const struct policy_node *in,
 			out->partial = true;
 			break;
 		}
-		v = pick(p, in, &take, now);
+		v = pick(p, in, kind, &take, now);
 		if (!v || !take) {
 			rc = -ENOSPC;
 			break;
@@ -302,25 +310,21 @@ static int lru_admit(const struct policy *p, const struct policy_node *in,
 		     uint64_t bytes, enum admit_kind kind,
 		     struct admission *out, int64_t now)
 {
-	(void)kind;
-	return choose(p, in, bytes, lru_pick, out, now);
+	return choose(p, in, bytes, kind, lru_pick, out, now);
 }
 
 static int heat_admit(const struct policy *p, const struct policy_node *in,
 		      uint64_t bytes, enum admit_kind kind,
 		      struct admission *out, int64_t now)
 {
-	(void)kind;
-	return choose(p, in, bytes, heat_pick, out, now);
+	return choose(p, in, bytes, kind, heat_pick, out, now);
 }
 
-/* demand and prefetch alike: only the next use counts */
 static int auto_admit(const struct policy *p, const struct policy_node *in,
 		      uint64_t bytes, enum admit_kind kind,
 		      struct admission *out, int64_t now)
 {
-	(void)kind;
-	return choose(p, in, bytes, auto_pick, out, now);
+	return choose(p, in, bytes, kind, auto_pick, out, now);
 }
 
 int policy_admit(const struct policy *p, const struct policy_node *in,
