@@ -78,10 +78,12 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 /*
  * Start fetches of @ce's missing chunks, in file order, while the policy
  * would keep them: into free space, or in place of chunks needed later
- * (chunk-level Belady, policy.h).  Chunks in flight count as taken, so
- * up to fetch's prefetch bound stay in flight ahead of the reader.
- * Return: true if the window ends here (no room worth taking, or the
- * fetcher is at its bound).
+ * than their use after the coming read (chunk-level Belady, policy.h).
+ * Chunks in flight count as taken, so up to fetch's prefetch bound stay
+ * in flight ahead of the reader.  A chunk the policy would not keep is
+ * left to its reader (demand fetch and read-ahead).
+ * Return: true if the window ends here (nothing more worth fetching, or
+ * the fetcher is at its bound).
  */
 static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 			  const struct cache_ident *ci)
