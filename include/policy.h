@@ -30,7 +30,8 @@
  *           go first, whole, the coldest first.  A newcomer chunk (at
  *           offset in->cached of its file) is admitted only if it is
  *           needed sooner than every victim it needs; with neither
- *           known, the heat rule decides.  "Needed" for a prefetch
+ *           known, a prefetch may take the room and a demand read
+ *           follows the heat rule.  "Needed" for a prefetch
  *           (ADMIT_PREFETCH) is the use after the coming read (the next
  *           epoch's): a demand-only Belady (MIN) would keep the chunk
  *           after that read only then, and evicting a chunk used before

@@ -252,7 +252,9 @@ static struct policy_node *auto_pick(const struct policy *p,
 	if (!best)
 		return NULL;
 	if (in && in_use == NEXT_USE_NONE && best_use == NEXT_USE_NONE) {
-		if (!hotter(in, best_heat))
+		/* a prefetch streams through what no list reads again; a
+		 * demand read needs the heat rule (a scan keeps out) */
+		if (kind == ADMIT_DEMAND && !hotter(in, best_heat))
 			return NULL;
 	} else if (in && in_use >= best_use) {
 		/* never give up what is needed sooner than the newcomer */

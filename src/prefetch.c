@@ -11,6 +11,14 @@
 
 #define WINDOW_FILES	4096	/* files looked at per round */
 #define IDLE_MS		200
+/*
+ * A file found complete stays "ready" without a look at the name space
+ * and the cache (a lock round trip each) until every RECHECK_ROUNDS-th
+ * round, which checks every file again (one evicted meanwhile is then
+ * fetched again).  So a round after an open costs an in-memory walk of
+ * the window, not a cache lookup per file of it.
+ */
+#define RECHECK_ROUNDS	16
 
 struct prefetcher {
 	struct lists *lists;
@@ -23,6 +31,9 @@ struct prefetcher {
 	bool full;		/* a prefetched chunk was not admitted */
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
+	uint64_t *known;	/* sorted: files found on disk last round */
+	size_t nknown;
+	unsigned rounds;	/* every RECHECK_ROUNDS-th looks at all */
 };
 
 static void on_done(void *arg, bool stored)
@@ -115,6 +126,33 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 	return false;
 }
 
+static int cmp_fid(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* was @fid complete last round (and is this not a full recheck) */
+static bool known_ready(const struct prefetcher *p, uint64_t fid)
+{
+	return p->rounds % RECHECK_ROUNDS &&
+	       bsearch(&fid, p->known, p->nknown, sizeof(fid), cmp_fid);
+}
+
+/* remember the ready files of this round's first @n */
+static void remember(struct prefetcher *p, size_t n)
+{
+	size_t i;
+
+	p->nknown = 0;
+	for (i = 0; i < n; i++)
+		if (p->ready[i])
+			p->known[p->nknown++] = p->fids[i];
+	qsort(p->known, p->nknown, sizeof(*p->known), cmp_fid);
+	p->rounds++;
+}
+
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
@@ -123,10 +161,13 @@ static void round_once(struct prefetcher *p)
 
 	for (i = 0; i < n && !busy; i++) {
 		uint64_t size;
-		struct centry *ce = hold(p, p->fids[i], &size);
+		struct centry *ce;
 		struct cache_ident ci;
 
-		p->ready[i] = false;
+		p->ready[i] = known_ready(p, p->fids[i]);
+		if (p->ready[i])
+			continue;
+		ce = hold(p, p->fids[i], &size);
 		if (!ce)
 			continue;
 		cache_ident(ce, &ci);
@@ -145,6 +186,7 @@ static void round_once(struct prefetcher *p)
 	}
 	/* each list's lead: the ready files at the head of its window */
 	lists_set_ready(p->lists, p->fids, p->ready, i);
+	remember(p, i);
 }
 
 static int64_t prefetch_tick(void *arg)
@@ -166,9 +208,11 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 		return -ENOMEM;
 	p->fids = calloc(WINDOW_FILES, sizeof(*p->fids));
 	p->ready = calloc(WINDOW_FILES, sizeof(*p->ready));
-	if (!p->fids || !p->ready) {
+	p->known = calloc(WINDOW_FILES, sizeof(*p->known));
+	if (!p->fids || !p->ready || !p->known) {
 		free(p->fids);
 		free(p->ready);
+		free(p->known);
 		free(p);
 		return -ENOMEM;
 	}
@@ -184,6 +228,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	if (rc) {
 		free(p->fids);
 		free(p->ready);
+		free(p->known);
 		free(p);
 		return rc;
 	}
@@ -212,5 +257,6 @@ void prefetch_destroy(struct prefetcher *p)
 	/* the fetcher, drained and freed before, holds no callback to us */
 	free(p->fids);
 	free(p->ready);
+	free(p->known);
 	free(p);
 }
