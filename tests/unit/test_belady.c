@@ -22,6 +22,7 @@
 #include "compiler.h"
 #include "policy.h"
 #include "runner.h"
+#include "shuffle.h"
 
 #define K		(16 * 4096ULL)	/* bytes per chunk */
 #define CACHE_CHUNKS	512u
@@ -41,21 +42,6 @@ struct sim {
 	unsigned e, i;			/* the reader: epoch, file opened */
 	uint64_t backend[EPOCHS];	/* bytes fetched per epoch */
 };
-
-static void shuffle(unsigned *a, unsigned n, unsigned seed)
-{
-	unsigned i;
-
-	srand(seed);
-	for (i = 0; i < n; i++)
-		a[i] = i;
-	for (i = n - 1; i > 0; i--) {
-		unsigned j = rand() % (i + 1), t = a[i];
-
-		a[i] = a[j];
-		a[j] = t;
-	}
-}
 
 /* bytes the reader reads before @fid's next use, and the one after
  * (lists_next_use_bytes()): epoch e, then e + 1 */

@@ -14,6 +14,7 @@
 
 #include "policy.h"
 #include "runner.h"
+#include "shuffle.h"
 
 #define N	4000
 #define UNIT	4096ULL		/* every file is one 4 KiB block */
@@ -23,21 +24,6 @@ static unsigned *order[EPOCHS + 1];	/* order[e][i]: file read i-th */
 static unsigned *where[EPOCHS + 1];	/* where[e][f]: position of f */
 static unsigned cur_e, cur_i;
 static bool resident[N];
-
-static void shuffle(unsigned *a, unsigned n, unsigned seed)
-{
-	unsigned i;
-
-	srand(seed);
-	for (i = 0; i < n; i++)
-		a[i] = i;
-	for (i = n - 1; i > 0; i--) {
-		unsigned j = rand() % (i + 1), t = a[i];
-
-		a[i] = a[j];
-		a[j] = t;
-	}
-}
 
 /* the loader publishes epoch e+1 while epoch e runs */
 static uint64_t next_use(void *arg, uint64_t fid, uint64_t *after)
