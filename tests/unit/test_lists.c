@@ -474,6 +474,36 @@ static void test_next_use(void)
 	lists_destroy(l);
 }
 
+/* the same in bytes (file fN has N + 1 bytes), and the use after it */
+static void test_next_use_bytes(void)
+{
+	struct lists *l = lists_create();
+	uint64_t after = 0;
+
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, NEVER);
+	CHECK_INT(after, ==, NEVER);
+	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\nf5\n", NULL), ==, 0);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, 0);
+	CHECK_INT(after, ==, NEVER);		/* no later epoch */
+	CHECK_INT(lists_next_use_bytes(l, F(3), NULL), ==, 2 + 3);
+	lists_note_open(l, F(1), false);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, NEVER);
+	CHECK_INT(lists_next_use_bytes(l, F(3), &after), ==, 3);
+	/* a queued epoch: the rest of this one (18 bytes), then its offset */
+	CHECK_INT(publish(l, "a", "f5\nf4\nf3\nf2\nf1\nf6\n", NULL), ==, 0);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, 18 + 6 + 5 + 4 + 3);
+	CHECK_INT(after, ==, NEVER);
+	CHECK_INT(lists_next_use_bytes(l, F(3), &after), ==, 3);
+	CHECK_INT(after, ==, 18 + 6 + 5);	/* read again next epoch */
+	/* over lists: the soonest, and the second soonest of all */
+	CHECK_INT(publish(l, "b", "f6\nf1\n", NULL), ==, 0);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, 7);
+	CHECK_INT(after, ==, 18 + 6 + 5 + 4 + 3);
+	CHECK_INT(lists_next_use_bytes(l, F(6), &after), ==, 0);
+	CHECK_INT(after, ==, 18 + 6 + 5 + 4 + 3 + 2);
+	lists_destroy(l);
+}
+
 static void test_window(void)
 {
 	struct lists *l = lists_create();
@@ -1130,6 +1160,7 @@ int main(void)
 	TEST(test_large_list);
 	TEST(test_names);
 	TEST(test_next_use);
+	TEST(test_next_use_bytes);
 	TEST(test_window);
 	TEST(test_advance_on_open);
 	TEST(test_shuffled_epochs_queued);
