@@ -195,12 +195,25 @@ size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
 /*
  * lists_set_ready() - the prefetcher saw which of @n window files are on
  * disk (@ready[i] for @fids[i]; files not given count as not ready).  Each
- * list's lead becomes the run of ready files at the head of its own
- * window: files and bytes ready ahead of its reader.  May allocate; on
- * -ENOMEM the leads stay as they were.
+ * list's ready mark moves to the end of the run of ready files at the
+ * head of its own window; its lead (files and bytes ready ahead of its
+ * reader) is what lies between its reader's low and the mark.  May
+ * allocate; on -ENOMEM the marks stay as they were.
  */
 void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
 		     size_t n);
+
+/*
+ * lists_window_ahead(), lists_extend_ready() - the same, incrementally:
+ * each list's window starts at its ready mark (at low if the mark is
+ * gone: a new epoch, the reader passed it), and the ready run after the
+ * mark moves it on.  So a round after an open costs the files past the
+ * mark, not the whole window; a full lists_window() + lists_set_ready()
+ * now and then sees files evicted behind the mark.
+ */
+size_t lists_window_ahead(struct lists *l, uint64_t *fids, size_t max);
+void lists_extend_ready(struct lists *l, const uint64_t *fids,
+			const bool *ready, size_t n);
 
 /* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);

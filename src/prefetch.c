@@ -12,12 +12,14 @@
 #define WINDOW_FILES	4096	/* files looked at per round */
 #define IDLE_MS		200
 /*
- * A file found complete stays "ready" without a look at the name space
- * and the cache (a lock round trip each) until every RECHECK_ROUNDS-th
- * round, which checks every file again (one evicted meanwhile is then
- * fetched again).  So a round after an open costs an in-memory walk of
- * the window, not a cache lookup per file of it.
+ * A round starts at each list's ready mark (lists_window_ahead(): the
+ * files before it were found on disk) and looks at AHEAD_FILES files at
+ * most; so a round after an open costs the files past the mark, not a
+ * name-space and cache lookup per file of the whole window.  Every
+ * RECHECK_ROUNDS-th round walks the whole window from the readers (a
+ * file evicted behind a mark is fetched again).
  */
+#define AHEAD_FILES	256
 #define RECHECK_ROUNDS	16
 
 struct prefetcher {
@@ -31,8 +33,6 @@ struct prefetcher {
 	bool full;		/* a prefetched chunk was not admitted */
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
-	uint64_t *known;	/* sorted: files found on disk last round */
-	size_t nknown;
 	unsigned rounds;	/* every RECHECK_ROUNDS-th looks at all */
 };
 
@@ -126,47 +126,19 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 	return false;
 }
 
-static int cmp_fid(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* was @fid complete last round (and is this not a full recheck) */
-static bool known_ready(const struct prefetcher *p, uint64_t fid)
-{
-	return p->rounds % RECHECK_ROUNDS &&
-	       bsearch(&fid, p->known, p->nknown, sizeof(fid), cmp_fid);
-}
-
-/* remember the ready files of this round's first @n */
-static void remember(struct prefetcher *p, size_t n)
-{
-	size_t i;
-
-	p->nknown = 0;
-	for (i = 0; i < n; i++)
-		if (p->ready[i])
-			p->known[p->nknown++] = p->fids[i];
-	qsort(p->known, p->nknown, sizeof(*p->known), cmp_fid);
-	p->rounds++;
-}
-
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
-	size_t i, n = lists_window(p->lists, 0, p->fids, WINDOW_FILES);
-	bool busy = false;
+	bool full = !(p->rounds++ % RECHECK_ROUNDS), busy = false;
+	size_t i, n = full ? lists_window(p->lists, 0, p->fids, WINDOW_FILES) :
+		lists_window_ahead(p->lists, p->fids, AHEAD_FILES);
 
 	for (i = 0; i < n && !busy; i++) {
 		uint64_t size;
 		struct centry *ce;
 		struct cache_ident ci;
 
-		p->ready[i] = known_ready(p, p->fids[i]);
-		if (p->ready[i])
-			continue;
+		p->ready[i] = false;
 		ce = hold(p, p->fids[i], &size);
 		if (!ce)
 			continue;
@@ -185,8 +157,10 @@ static void round_once(struct prefetcher *p)
 		cache_busy_put(p->c, ce);
 	}
 	/* each list's lead: the ready files at the head of its window */
-	lists_set_ready(p->lists, p->fids, p->ready, i);
-	remember(p, i);
+	if (full)
+		lists_set_ready(p->lists, p->fids, p->ready, i);
+	else
+		lists_extend_ready(p->lists, p->fids, p->ready, i);
 }
 
 static int64_t prefetch_tick(void *arg)
@@ -208,11 +182,9 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 		return -ENOMEM;
 	p->fids = calloc(WINDOW_FILES, sizeof(*p->fids));
 	p->ready = calloc(WINDOW_FILES, sizeof(*p->ready));
-	p->known = calloc(WINDOW_FILES, sizeof(*p->known));
-	if (!p->fids || !p->ready || !p->known) {
+	if (!p->fids || !p->ready) {
 		free(p->fids);
 		free(p->ready);
-		free(p->known);
 		free(p);
 		return -ENOMEM;
 	}
@@ -228,7 +200,6 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	if (rc) {
 		free(p->fids);
 		free(p->ready);
-		free(p->known);
 		free(p);
 		return rc;
 	}
@@ -257,6 +228,5 @@ void prefetch_destroy(struct prefetcher *p)
 	/* the fetcher, drained and freed before, holds no callback to us */
 	free(p->fids);
 	free(p->ready);
-	free(p->known);
 	free(p);
 }

@@ -684,6 +684,69 @@ static void test_lead(void)
 	lists_destroy(l);
 }
 
+/* @n files of the window past each list's ready mark, as "fN fN" */
+static const char *ahead(struct lists *l)
+{
+	static char buf[256];
+	uint64_t fids[16];
+	size_t i, n = lists_window_ahead(l, fids, 16), at = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		at += snprintf(buf + at, sizeof(buf) - at, "%sf%llu", i ? " " : "",
+			       (unsigned long long)(fids[i] - F(0)));
+	return buf;
+}
+
+static void extend(struct lists *l, uint64_t f)
+{
+	bool yes = true;
+
+	lists_extend_ready(l, &f, &yes, 1);
+}
+
+/* the incremental window: it starts where the files were last ready */
+static void test_window_ahead(void)
+{
+	struct lists *l = lists_create();
+
+	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\nf5\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f1 f2 f3 f4 f5");
+	set_ready(l, "f1 f2");
+	CHECK_STR(ahead(l), "f3 f4 f5");
+	CHECK_INT(value(l, "lead_files", "a"), ==, 2);
+	CHECK_INT(value(l, "lead_bytes", "a"), ==, 2 + 3);
+	lists_note_open(l, F(1), true);		/* the reader eats the lead */
+	CHECK_INT(value(l, "lead_files", "a"), ==, 1);
+	extend(l, F(3));
+	CHECK_STR(ahead(l), "f4 f5");
+	CHECK_INT(value(l, "lead_files", "a"), ==, 2);
+	extend(l, F(5));			/* not after the mark: no move */
+	CHECK_STR(ahead(l), "f4 f5");
+	lists_note_open(l, F(2), true);
+	lists_note_open(l, F(3), true);
+	lists_note_open(l, F(5), false);	/* a little out of order */
+	CHECK_INT(value(l, "lead_files", "a"), ==, 0);
+	CHECK_STR(ahead(l), "f4");
+	/* the reader jumps past the mark: the window starts at low */
+	CHECK_INT(publish(l, "b", "f6\nf7\nf8\n", NULL), ==, 0);
+	extend(l, F(6));
+	CHECK_STR(ahead(l), "f4 f7 f8");
+	lists_set_window(l, 1);
+	lists_note_open(l, F(8), false);	/* f7 skipped */
+	CHECK_STR(ahead(l), "f4");
+	lists_set_window(l, LISTS_WINDOW_DEFAULT);
+	/* the next epoch queued: the window goes on into it */
+	CHECK_INT(publish(l, "a", "f4\nf1\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f4 f4 f1");
+	extend(l, F(4));
+	CHECK_STR(ahead(l), "f4 f1");
+	/* a new order of the current epoch: its mark is gone */
+	CHECK_INT(publish(l, "a", "# epoch 0\nf4\nf2\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f4 f4 f1");
+	lists_destroy(l);
+}
+
 /* ---- the epoch protocol (docs/epochs.md) ---- */
 
 static void test_headers(void)
@@ -1167,6 +1230,7 @@ int main(void)
 	TEST(test_publish_after_end);
 	TEST(test_positions_and_hits);
 	TEST(test_lead);
+	TEST(test_window_ahead);
 	TEST(test_headers);
 	TEST(test_numbered_queue);
 	TEST(test_drop_last_explicit_begin);
