@@ -82,9 +82,9 @@ def run_epochs(m, ranks, data, frac=1.0, readers=1, resume_at=None):
     """ranks: {list name: per-epoch orders}; returns backend bytes per
     epoch.  Each epoch: begin it (publishing it), queue the next, read
     @frac of each rank's list, ranks interleaved file by file."""
-    per_epoch = []
+    per_epoch, stalls = [], []
     for e in range(EPOCHS):
-        before = backend(m)
+        before, stall = backend(m), m.stats()["stall_us"]
         for name, ords in ranks.items():
             ctl_write(m, f"lists/{name}", listing(ords[e], e, begin=e))
             ctl_write(m, f"lists/{name}", listing(ords[e + 1], e + 1))
@@ -102,6 +102,8 @@ def run_epochs(m, ranks, data, frac=1.0, readers=1, resume_at=None):
                  if i < len(t)]
         read_all(m, mixed, data, readers)
         per_epoch.append(backend(m) - before)
+        stalls.append(m.stats()["stall_us"] - stall)
+    print(f"reader stall per epoch (ms): {[round(s / 1000) for s in stalls]}")
     return per_epoch
 
 
