@@ -5,8 +5,8 @@ From the second epoch on, every epoch reads at most 1.05 x (dataset -
 cache) from the backend (bytes_from_backend), for 8 MiB and 32 MiB shards
 and 100 KiB files, also when each epoch reads only 90% of its list
 (drop_last), with 4 readers opening out of order, across a resumed epoch
-and with two ranks' lists on one mount.  Heat (--evict heat, no lists) is
-measured beside lists on one configuration: lists never read more."""
+and with two ranks' lists on one mount.  (Lists against heat over the
+same configurations: tests/unit/test_belady.c.)"""
 
 import concurrent.futures
 import os
@@ -160,20 +160,3 @@ def test_two_ranks_one_mount(mounter, src):
         ranks[f"rank{r}"] = ords
     per = run_epochs(m, ranks, data)
     check(per, 164 * 100 * KiB, 8 * MiB, "two ranks")
-
-
-def test_lists_never_worse_than_heat(mounter, src, tmp_path):
-    names, data = dataset(src, 6, 4 * MiB)
-    ords = orders(names, 5)
-    m = mounter("--cache-size", "12M")
-    lists = run_epochs(m, {"rank0": ords}, data)
-    m.umount()
-    h = mounter("--cache-size", "12M", "--evict", "heat",
-                cache=str(tmp_path / "cache-heat"))
-    heat = []
-    for e in range(EPOCHS):
-        before = backend(h)
-        read_all(h, ords[e], data, 1)
-        heat.append(backend(h) - before)
-    print(f"lists {lists}, heat {heat}")
-    assert sum(lists[1:]) <= 1.02 * sum(heat[1:]) + 1 * MiB, (lists, heat)

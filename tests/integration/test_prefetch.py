@@ -261,8 +261,8 @@ def test_python_helper_publishes_the_seeded_order(mounter, shards):
 
 @pytest.fixture(scope="module")
 def big_shards(ceph):
-    """8 shards of 8 MiB under pf/b/ (64 MiB)"""
-    data = {f"b/s{i}": rnd(8 * MiB, 2000 + i) for i in range(8)}
+    """4 shards of 8 MiB under pf/b/ (32 MiB)"""
+    data = {f"b/s{i}": rnd(8 * MiB, 2000 + i) for i in range(4)}
     ceph.put_many(POOL, {f"pf/{k}": v for k, v in data.items()})
     return data
 
@@ -271,7 +271,7 @@ def test_shards_stream_through_chunk_by_chunk(mounter, big_shards):
     # chunk-level Belady on the real cluster: shards of 8 chunks, a
     # dataset twice the cache, each epoch begun and the next one queued
     # (docs/epochs.md): dataset - cache per epoch from the second on
-    m = mount_pf(mounter, "--cache-size", "32M")
+    m = mount_pf(mounter, "--cache-size", "16M")
     orders = []
     for e in range(4):
         o = sorted(big_shards)
@@ -291,5 +291,5 @@ def test_shards_stream_through_chunk_by_chunk(mounter, big_shards):
         per.append(m.stats()["bytes_from_backend"] - before)
     print("backend per epoch (MiB):", [b / MiB for b in per])
     for b in per[1:]:
-        assert b <= 1.05 * (64 - 32) * MiB, per
-    assert m.stats()["cache_bytes_used"] <= 32 * MiB
+        assert b <= 1.05 * (32 - 16) * MiB, per
+    assert m.stats()["cache_bytes_used"] <= 16 * MiB
