@@ -4,7 +4,7 @@ DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
-PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd
+PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd
 CFLAGS  ?= -O2 -g
 WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
@@ -15,14 +15,20 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := build-san
 endif
+# ThreadSanitizer (tests/stress/README.md): the daemon and the unit tests in build-tsan/
+ifeq ($(TSAN),1)
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -O1
+LDFLAGS += -fsanitize=thread
+BUILD   := build-tsan
+endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log bgthread conf hash htab pathmap ns recfmt meta stats policy \
+CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk cache cache_load fetch \
-          s3sign s3list lists backend_file
+          s3sign s3list lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough \
-          cfgfile notify metrics
+          cfgfile notify metrics manifest_src mountsafe
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -34,7 +40,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(OBJS)
+$(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(BUILD)/fusefs/manifest_cmd.o $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -44,6 +50,9 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcrypto
 
+# creds is outside CORE (inih): its test links it and the INI reader
+$(BUILD)/tests/unit/test_creds: $(BUILD)/src/creds.o $(BUILD)/src/cfgfile.o
+
 unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"; \
 	fail=0; for t in $^; do $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || fail=1; done; exit $$fail
@@ -51,6 +60,27 @@ unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 # no Ceph needed: unit tests, then the FUSE tests over file:// sources
 test: all unit
 	tests/run-fuse.sh $(BIN)
+
+# ThreadSanitizer (tests/stress/README.md): on build-tsan/, the unit tests
+# that start threads, then the concurrency stress test over a file://
+# mount for STRESS_SECONDS; scripts/test.sh runs `make tsan`
+TSAN_UNIT      ?= test_bgthread test_cache test_ctl test_fetch
+STRESS_SECONDS ?= 30
+TSAN_ENV        = TSAN_OPTIONS="halt_on_error=1 exitcode=66 $$TSAN_OPTIONS"
+tsan:
+	$(MAKE) --no-print-directory TSAN=1 all $(TSAN_UNIT:%=build-tsan/tests/unit/%)
+	$(MAKE) --no-print-directory TSAN=1 tsan-unit
+	$(MAKE) --no-print-directory TSAN=1 stress
+
+tsan-unit: $(TSAN_UNIT:%=$(BUILD)/tests/unit/%)
+	@fail=0; for t in $^; do $(TSAN_ENV) $$t || fail=1; done; exit $$fail
+
+# the stress test on whichever build (TSAN=1, SAN=1 or plain); any sanitizer
+# report, wrong byte or non-zero daemon exit fails it.  Two phases on one
+# cache: the default options, then the daemon read path with splice replies
+stress: all
+	/usr/bin/python3 tests/stress/stress.py --bin $(BIN) --seconds $(STRESS_SECONDS) \
+		--daemon-args "" --daemon-args "--passthrough off --read-mode splice"
 
 # the whole suite: also the integration tests on a throwaway Ceph cluster
 check: test
@@ -84,7 +114,7 @@ FUZZ_CC      ?= clang-14
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_SMOKE_SECONDS ?= 20
-FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign
+FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign manifest
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
@@ -93,13 +123,15 @@ FUZZ_OBJS_lists   = lists htab pathmap
 FUZZ_OBJS_s3list  = s3list hash
 FUZZ_OBJS_pathmap = pathmap
 FUZZ_OBJS_recfmt  = recfmt hash
-FUZZ_OBJS_cfgfile = cfgfile conf log
-FUZZ_OBJS_creds   = creds cfgfile conf log
+FUZZ_OBJS_cfgfile = cfgfile conf log safeopen
+FUZZ_OBJS_creds   = creds cfgfile conf log safeopen
 FUZZ_OBJS_s3sign  = s3sign
+FUZZ_OBJS_manifest = manifest pathmap
 FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
 FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
 FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
 FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
+FUZZ_LIBS_manifest = -lz -lzstd
 FUZZ_BINS    = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 $(FUZZ_BUILD)/%.o: %.c
@@ -136,9 +168,9 @@ install: all
 	ln -sf $(SBINDIR)/fusefs $(DESTDIR)/sbin/mount.fuse.fusefs
 
 clean:
-	rm -rf build build-san $(FUZZ_BUILD)
+	rm -rf build build-san build-tsan $(FUZZ_BUILD)
 
-.PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke
+.PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke tsan tsan-unit stress
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,8 @@
 
 #define EXIT_USAGE	2
 #define CTL		".fusefs"
+#define FUSE_MAGIC	0x65735546	/* statfs f_type of every FUSE mount */
+#define FUSEFS_FSTYPE	"fuse.fusefs"	/* mountinfo: subtype=fusefs */
 
 static char *slurp_fd(int fd, size_t *len)
 {
@@ -67,31 +71,68 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-/* the mount root containing @path (walk up while on the same device) */
+/* is the file system with device @dev a fusefs mount (mountinfo)? */
+static bool mountinfo_is_fusefs(dev_t dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool yes = false;
+
+	if (!f)
+		return false;
+	while (!yes && getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ... */
+		unsigned maj, min;
+		const char *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 || !sep)
+			continue;
+		yes = makedev(maj, min) == dev &&
+		      !strncmp(sep + 3, FUSEFS_FSTYPE " ", strlen(FUSEFS_FSTYPE) + 1);
+	}
+	free(line);
+	fclose(f);
+	return yes;
+}
+
+/*
+ * the root of the fusefs mount containing @path: walk up while on the
+ * same device to the top of that file system, which must be FUSE
+ * (statfs) and mounted as fusefs (mountinfo).  A directory that merely
+ * holds a ".fusefs/stats" is not a mount.
+ */
 static int find_root(const char *path, char *root, size_t len)
 {
-	char cur[PATH_MAX], probe[PATH_MAX + 32];
+	char cur[PATH_MAX];
 	struct stat st, up;
+	struct statfs sf;
 
 	if (!realpath(path, cur))
 		return -errno;
+	if (stat(cur, &st))
+		return -errno;
 	for (;;) {
-		char *slash;
+		char *slash = strrchr(cur, '/');
+		char save;
 
-		snprintf(probe, sizeof(probe), "%s/" CTL "/stats", cur);
-		if (!access(probe, F_OK)) {
-			snprintf(root, len, "%s", cur);
-			return 0;
-		}
-		if (stat(cur, &st))
+		if (!slash || !strcmp(cur, "/"))
+			break;
+		/* the parent: "/x" -> "/", "/x/y" -> "/x" */
+		save = slash[slash == cur];
+		slash[slash == cur] = '\0';
+		if (stat(cur, &up))
 			return -errno;
-		slash = strrchr(cur, '/');
-		if (!slash || slash == cur)
-			return -ENOENT;
-		*slash = '\0';
-		if (stat(cur, &up) || up.st_dev != st.st_dev)
-			return -ENOENT;
+		slash[slash == cur] = save;
+		if (up.st_dev != st.st_dev)
+			break;
+		slash[slash == cur] = '\0';
 	}
+	if (statfs(cur, &sf) || sf.f_type != FUSE_MAGIC ||
+	    !mountinfo_is_fusefs(st.st_dev))
+		return -ENOENT;
+	snprintf(root, len, "%s", cur);
+	return 0;
 }
 
 /* find_root(), saying so on stderr when @path is not in a mount */
@@ -125,16 +166,71 @@ static int write_all(int fd, const char *buf, size_t len)
  * write @head (may be NULL) then @len bytes of @buf to control file @rel
  * under @root; the daemon acts on close(), which reports its errors
  */
+/* directory @name in @dfd, not a symlink, on device @dev: fd or -errno */
+static int ctl_subdir(int dfd, const char *name, dev_t dev)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != dev) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+/*
+ * open control file @rel ("stats", "lists/NAME") under @root/.fusefs one
+ * component at a time: no symlink is followed and every directory must
+ * be on the mount's own device, so nothing leads out of the mount.
+ * Return: the fd or -errno.
+ */
+static int ctl_open(const char *root, const char *rel, int flags)
+{
+	char part[NAME_MAX + 1];
+	const char *p = rel, *slash;
+	struct stat top;
+	int dfd, fd;
+
+	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = fstat(dfd, &top) ? -errno : ctl_subdir(dfd, CTL, top.st_dev);
+	while (fd >= 0 && (slash = strchr(p, '/'))) {
+		close(dfd);
+		dfd = fd;
+		if ((size_t)(slash - p) > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, p, slash - p);
+		part[slash - p] = '\0';
+		fd = ctl_subdir(dfd, part, top.st_dev);
+		p = slash + 1;
+	}
+	if (fd >= 0) {
+		close(dfd);
+		dfd = fd;
+		fd = openat(dfd, p, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd < 0)
+			fd = -errno;
+	}
+	close(dfd);
+	return fd;
+}
+
 static int ctl_write2(const char *root, const char *rel, const char *head,
 		      const char *buf, size_t len)
 {
-	char path[PATH_MAX + 256];
 	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/" CTL "/%s", root, rel);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	/* only a list may be new; nothing is truncated or followed */
+	fd = ctl_open(root, rel, O_WRONLY |
+		      (strncmp(rel, "lists/", 6) ? 0 : O_CREAT));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = head ? write_all(fd, head, strlen(head)) : 0;
 	if (!err)
 		err = write_all(fd, buf, len);
@@ -151,11 +247,17 @@ static int ctl_write(const char *root, const char *rel, const char *buf,
 
 static char *ctl_read(const char *root, const char *rel)
 {
-	char path[PATH_MAX + 256];
+	int fd = ctl_open(root, rel, O_RDONLY);
 	size_t len;
+	char *buf;
 
-	snprintf(path, sizeof(path), "%s/" CTL "/%s", root, rel);
-	return slurp(path, &len);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	buf = slurp_fd(fd, &len);
+	close(fd);
+	return buf;
 }
 
 /* "key value" lookup in a status text; @def if absent */
@@ -912,4 +1014,60 @@ int cmd_stats_json(int argc, char **argv)
 	json_stats(stdout, buf);
 	free(buf);
 	return 0;
+}
+
+int cmd_refresh(int argc, char **argv)
+{
+	long long timeout_s = 600, before, now;
+	const char *mnt = NULL, *v;
+	char root[PATH_MAX], *text;
+	bool wait = false;
+	int i, rc;
+
+	for (i = 0; i < argc; i++) {
+		rc = opt_value(argc, argv, &i, "--timeout", &v);
+		if (rc == 1 && parse_num(v, 86400 * 365, &timeout_s))
+			continue;
+		if (rc)
+			goto usage;
+		if (!strcmp(argv[i], "--wait"))
+			wait = true;
+		else if (argv[i][0] != '-' && !mnt)
+			mnt = argv[i];
+		else
+			goto usage;
+	}
+	if (!mnt)
+		goto usage;
+	if (need_root(mnt, root, sizeof(root)))
+		return 1;
+	text = ctl_read(root, "stats");
+	before = text ? field(text, "ns_swaps") : -1;
+	free(text);
+	rc = ctl_write(root, "refresh", "1\n", 2);
+	if (rc) {
+		fprintf(stderr, "fusefs: refresh of %s refused: %s\n", root,
+			strerror(-rc));
+		return 1;
+	}
+	if (!wait)
+		return 0;
+	for (i = 0; i < timeout_s * 10; i++) {
+		text = ctl_read(root, "stats");
+		now = text ? field(text, "ns_swaps") : -1;
+		free(text);
+		if (now < 0) {
+			fprintf(stderr, "fusefs: %s: cannot read the stats\n", root);
+			return 1;
+		}
+		if (now > before)
+			return 0;
+		usleep(100000);
+	}
+	fprintf(stderr, "fusefs: %s: no new namespace after %lld s (see the log)\n",
+		root, timeout_s);
+	return WAIT_TIMEOUT;
+usage:
+	fprintf(stderr, "usage: fusefs refresh MOUNTPOINT [--wait [--timeout SECONDS]]\n");
+	return 2;
 }

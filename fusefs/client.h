@@ -27,5 +27,7 @@ bool client_wants_json(int argc, char **argv);
 int cmd_pin(int argc, char **argv, const char *what);
 int cmd_heat(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
+/* "fusefs refresh MNT [--wait]": re-list now; --wait until swapped in */
+int cmd_refresh(int argc, char **argv);
 
 #endif

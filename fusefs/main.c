@@ -31,8 +31,10 @@
 #include "fetch.h"
 #include "fs.h"
 #include "log.h"
+#include "manifest_cmd.h"
 #include "meta.h"
 #include "metrics.h"
+#include "mountsafe.h"
 #include "notify.h"
 #include "nsmgr.h"
 #include "ctl.h"
@@ -56,6 +58,8 @@ static void usage(FILE *f)
 		"       fusefs pin|unpin|evict PATH...\n"
 		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"
 		"       fusefs warm MOUNTPOINT --from hot.tsv\n"
+		"       fusefs refresh MOUNTPOINT [--wait [--timeout SECONDS]]\n"
+		"       fusefs manifest create SOURCE [OPTIONS] > FILE | fusefs manifest diff A B\n"
 		"       fusefs --version\n"
 		"SOURCE is rados://POOL[/PREFIX], s3://BUCKET[/PREFIX] (with --endpoint) or file:///DIR.\n"
 		"Options:\n"
@@ -204,6 +208,11 @@ static int parse_mount_args(struct fusefs_conf *cf, int argc, char **argv)
 			return -EINVAL;
 		}
 	}
+	if (passthru[0]) {
+		cf->kernel_opts = strdup(passthru);
+		if (!cf->kernel_opts)
+			return -ENOMEM;
+	}
 	return conf_check(cf);
 }
 
@@ -317,6 +326,35 @@ static void clear_dead_mount(const char *mnt)
 		waitpid(pid, NULL, 0);
 }
 
+/*
+ * The mount point: a directory (a dead FUSE mount there is cleared, a
+ * live one refused, a non-empty one refused unless -o nonempty), or
+ * /dev/fd/N, a FUSE device fd mounted by a privileged process that
+ * started us (fd passing): the mount and its options are that process's.
+ * Return: 0, -EINVAL (usage) or another -errno.
+ */
+static int check_mountpoint(const struct fusefs_conf *cf)
+{
+	struct statfs sfs;
+	int fd = mountsafe_fd(cf->mountpoint);
+
+	if (fd >= 0) {
+		if (mountsafe_check_fd(fd))
+			return -EINVAL;
+		if (cf->kernel_opts || cf->allow_other || cf->nonempty)
+			fprintf(stderr, "fusefs: warning: -o %s%s%s%s%s ignored: with %s the process that mounted the FUSE device chose the mount options\n",
+				cf->kernel_opts ? cf->kernel_opts : "",
+				cf->kernel_opts && cf->allow_other ? "," : "",
+				cf->allow_other ? "allow_other" : "",
+				(cf->kernel_opts || cf->allow_other) && cf->nonempty ? "," : "",
+				cf->nonempty ? "nonempty" : "", cf->mountpoint);
+		return 0;
+	}
+	if (statfs(cf->mountpoint, &sfs) && errno == ENOTCONN)
+		clear_dead_mount(cf->mountpoint);	/* stat() may be cached */
+	return mountsafe_check_dir(cf->mountpoint, cf->nonempty);
+}
+
 /* fs_deps.on_ready: tell systemd (Type=notify) once the mount answers */
 static void report_ready(void *arg)
 {
@@ -326,7 +364,11 @@ static void report_ready(void *arg)
 
 	snprintf(status, sizeof(status), "serving %s on %s", cf->source,
 		 cf->mountpoint);
-	rc = notify_ready_when_served(cf->mountpoint, status);
+	/* an fd mount cannot be looked at by path: INIT was answered */
+	if (mountsafe_fd(cf->mountpoint) >= 0)
+		rc = notify_sendf("READY=1\nSTATUS=%s", status);
+	else
+		rc = notify_ready_when_served(cf->mountpoint, status);
 	if (rc)
 		log_warn("cannot report readiness: %s", strerror(-rc));
 }
@@ -346,8 +388,6 @@ static int cmd_mount(int argc, char **argv)
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
 	char path[4096];
-	struct stat sb;
-	struct statfs sfs;
 	int ready_fd = -1, rc;
 
 	conf_init(&cf);
@@ -360,13 +400,10 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return EXIT_USAGE;
 	}
-	if (statfs(cf.mountpoint, &sfs) && errno == ENOTCONN)
-		clear_dead_mount(cf.mountpoint);	/* stat() may be cached */
-	if (stat(cf.mountpoint, &sb) || !S_ISDIR(sb.st_mode)) {
-		fprintf(stderr, "fusefs: mount point %s is not a directory\n",
-			cf.mountpoint);
+	rc = check_mountpoint(&cf);
+	if (rc) {
 		conf_release(&cf);
-		return EXIT_USAGE;
+		return rc == -EINVAL || rc == -ENOTDIR ? EXIT_USAGE : 1;
 	}
 	rc = mkdir_p(cf.cache_dir, 0700);
 	if (rc) {
@@ -375,7 +412,7 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return 1;
 	}
-	if (cache_check_dir(cf.cache_dir)) {
+	if (cache_check_dir(cf.cache_dir) || mountsafe_cache_size(&cf)) {
 		conf_release(&cf);
 		return 1;
 	}
@@ -573,6 +610,10 @@ int main(int argc, char **argv)
 		return cmd_heat(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "warm"))
 		return cmd_warm(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "refresh"))
+		return cmd_refresh(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "manifest"))
+		return cmd_manifest(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "umount") || !strcmp(argv[1], "unmount"))
 		return cmd_umount(argc - 2, argv + 2);
 	if (strstr(argv[1], "://"))

@@ -79,7 +79,10 @@ struct heat_row {
  * owned by the daemon's user and writable by nobody else, and its
  * "index" and "data" entries, where they exist, real directories (not
  * symlinks) of the same owner.  Call before anything opens files there.
- * Return: 0, or -EPERM / -ENOTDIR / -errno with a message printed.
+ * On success it also holds the directory's lock (DIR/lock, flock), which
+ * cache_open() then keeps: a second daemon stops here, before it reads or
+ * changes the index of the first.
+ * Return: 0, or -EPERM / -ENOTDIR / -EBUSY / -errno with a message printed.
  */
 int cache_check_dir(const char *dir);
 /* cache_open() - lock @cf->cache_dir, load the index; -errno + message */

@@ -25,6 +25,8 @@ struct fusefs_conf {
 	char *mountpoint;
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes, hard bound on cached data */
+	unsigned cache_size_pct;/* > 0: --cache-size N%, resolved at mount */
+	bool cache_size_given;	/* --cache-size was set (else the default) */
 	uint32_t chunk_size;	/* bytes, power of two, 1..16 MiB */
 	char *ceph_conf;	/* NULL: librados default search */
 	char *ceph_id;		/* client id without "client." */
@@ -39,6 +41,8 @@ struct fusefs_conf {
 	gid_t gid;
 	mode_t umask;
 	bool allow_other;
+	bool nonempty;		/* -o nonempty: mount over a non-empty dir */
+	char *kernel_opts;	/* ro,noexec,...: for the kernel's mount; or NULL */
 	bool foreground;
 	bool debug_fuse;
 	unsigned revalidate_s;	/* object version re-check on open */
@@ -60,6 +64,8 @@ struct fusefs_conf {
 	char *log_file;		/* append here; reopened on SIGHUP */
 	char *config_file;	/* INI file applied before the command line */
 	char *metrics_addr;	/* IP:PORT of GET /metrics; NULL = off */
+	char *manifest;		/* namespace from this manifest; NULL = list */
+	char *snap;		/* RADOS pool snapshot to read; NULL = live */
 };
 
 /* conf_init() - fill @cf with defaults (strings NULL). */
@@ -76,9 +82,13 @@ int conf_set(struct fusefs_conf *cf, const char *key, const char *val);
 /* conf_takes_value() - 1 if @key needs a value, 0 if a flag, -ENOENT */
 int conf_takes_value(const char *key);
 /*
- * conf_set_o() - apply a comma-separated -o list.  Options fusefs does
- * not know but the kernel FUSE mount does (ro, noatime, ...) are
- * appended to @passthru (a buffer of @len bytes).  Return 0 or -EINVAL.
+ * conf_set_o() - apply a comma-separated -o list.  Kernel mount options
+ * (ro, nosuid, nodev, noexec, noatime, ...: the ones libfuse passes to
+ * mount(2)) are appended to @passthru (a buffer of @len bytes) for the
+ * caller to keep in cf->kernel_opts.  Options meant for mount(8), fstab
+ * or systemd only (defaults, auto, noauto, user, users, _netdev, nofail,
+ * x-*) are accepted and ignored.  Anything else is refused with a
+ * message.  Return 0 or -EINVAL.
  */
 int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
 	       size_t len);

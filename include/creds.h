@@ -8,6 +8,11 @@
  *   3. otherwise the default file, profile $AWS_PROFILE or "default".
  * The INI file is read with cfgfile_each() (inih).
  * Secrets are never logged; only where they came from is.
+ *
+ * Once read, the secrets leave the environment: the variables are
+ * unset and their values overwritten in place (so /proc/PID/environ,
+ * which shows the original block, no longer holds them either), and the
+ * process is made non-dumpable (creds_hide_process()).
  */
 #ifndef FUSEFS_CREDS_H
 #define FUSEFS_CREDS_H
@@ -27,5 +32,12 @@ struct s3_creds {
 int creds_load(const struct fusefs_conf *cf, struct s3_creds *out);
 /* creds_wipe() - overwrite the secrets in memory */
 void creds_wipe(struct s3_creds *c);
+/*
+ * creds_hide_process() - the process holds secrets: no core dumps, and
+ * /proc/PID/{mem,environ,...} and ptrace only for root
+ * (prctl(PR_SET_DUMPABLE, 0); docs/security.md).  FUSEFS_CORE_DUMPS=1 in
+ * the environment keeps the process dumpable, to debug a crash.
+ */
+void creds_hide_process(void);
 
 #endif

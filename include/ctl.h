@@ -52,6 +52,7 @@ enum ctl_kind {
 	CTL_UNPIN,
 	CTL_EVICT,
 	CTL_WARM,
+	CTL_REFRESH,		/* any write: re-list now (nsmgr_refresh) */
 	CTL_LIST,		/* .fusefs/lists/NAME */
 };
 

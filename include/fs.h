@@ -35,7 +35,9 @@ struct fs_deps {
 };
 
 /*
- * fs_run() - mount at cf->mountpoint, then write one byte to @ready_fd
+ * fs_run() - mount at cf->mountpoint (with cf->kernel_opts), or serve
+ * the already mounted FUSE fd N of a "/dev/fd/N" mount point (then
+ * nothing is mounted or unmounted here), then write one byte to @ready_fd
  * (if >= 0) and serve until unmounted or signalled (SIGTERM, SIGINT,
  * SIGHUP).  Return: 0 after a clean unmount, -errno if mounting failed.
  */

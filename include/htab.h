@@ -4,6 +4,11 @@
  * that the stored object carries (read through @key_of).  Linear
  * probing, deletion by backward shift, grows at half load.  Not locked:
  * the owner serializes access.
+ *
+ * Keys are often hashes of names that others choose (inode numbers of
+ * object names): a key's home slot mixes it with a random per-process
+ * seed (getrandom() at start), so nobody can pick keys that all land in
+ * one cluster and turn lookups linear.
  */
 #ifndef FUSEFS_HTAB_H
 #define FUSEFS_HTAB_H

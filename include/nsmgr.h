@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nsmgr.h - owns the current namespace: builds it from the namespace
- * cache in LMDB (fast remount, no backend listing) or from a backend
- * listing, re-lists every list_refresh seconds in the background and
- * swaps the new tree in, and re-checks single files' versions in the
- * background (stale-while-revalidate, below).
+ * cache in LMDB (fast remount), from a backend listing, or from a
+ * manifest (--manifest: no listing, versions pinned); re-lists in the
+ * background right after a mount served from LMDB, every list_refresh
+ * seconds and on nsmgr_refresh(), swapping the new tree in; and re-checks
+ * single files' versions in the background (stale-while-revalidate,
+ * below).  On a manifest mount a re-check never adopts another version:
+ * it logs the change, and reads of uncached bytes fail (-ESTALE, EIO).
  *
  * Readers bracket every use of the tree with nsmgr_rdlock()/_unlock();
  * node pointers are not valid after the unlock.
@@ -52,6 +55,8 @@ struct nsmgr_hooks {
 	void (*on_swap)(void *arg);
 	/* on_change() - file @ino has another version, or is gone */
 	void (*on_change)(void *arg, uint64_t ino);
+	/* on_added() - a re-listing added @name (file or directory) to @parent */
+	void (*on_added)(void *arg, uint64_t parent, const char *name);
 	void *arg;
 };
 
@@ -84,6 +89,13 @@ int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h);
  * hook is called afterwards.  Safe without nsmgr_start(), and twice.
  */
 void nsmgr_stop(struct nsmgr *nm);
+
+/*
+ * nsmgr_refresh() - re-list (or, for a manifest mount, read the manifest
+ * again) now, in the background, and swap the new tree in; open files
+ * keep their version.  Return: 0, or -ENOTCONN before nsmgr_start().
+ */
+int nsmgr_refresh(struct nsmgr *nm);
 
 struct ns *nsmgr_rdlock(struct nsmgr *nm);
 void nsmgr_unlock(struct nsmgr *nm);

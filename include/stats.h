@@ -30,6 +30,7 @@
 	X(stale_objects)	/* objects found changed in the backend */ \
 	X(revalidations)	/* version re-checks at open */		\
 	X(listings)		/* full backend listings */		\
+	X(ns_swaps)		/* namespaces swapped in by a re-listing */ \
 	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
 	X(stall_us)		/* time reads waited for the backend */	\

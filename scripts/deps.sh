@@ -14,6 +14,7 @@ PKGS=(
   libxxhash-dev
   libcurl4-openssl-dev libxml2-dev
   libinih-dev libmicrohttpd-dev
+  zlib1g-dev libzstd-dev zstd      # manifests: gzip, zstd (zstd: tests)
   ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados
   python3-pytest python3-boto3 python3-torch python3-venv
   attr s3cmd

@@ -3,8 +3,8 @@
 # installs dependencies, builds, runs the C unit tests, the FUSE tests over
 # file:// sources, a short run of the fuzzers (tests/fuzz) and the
 # integration tests against a throwaway Ceph
-# cluster, then all of it again under AddressSanitizer +
-# UndefinedBehaviorSanitizer.
+# cluster, the ThreadSanitizer unit and stress tests (make tsan), then
+# all of it again under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -16,6 +16,8 @@ make -j"$(nproc)"
 echo "== unit tests =="
 make unit
 echo "== fuzz smoke (tests/fuzz, ~2.5 min) =="; make -j"$(nproc)" fuzz-smoke
+echo "== ThreadSanitizer: threaded unit tests and the stress test (make tsan, ~90 s) =="
+make -j"$(nproc)" tsan
 echo "== FUSE tests (file:// sources) =="
 tests/run-fuse.sh build/bin/fusefs
 echo "== integration tests =="

@@ -50,6 +50,7 @@
 
 #include "backend.h"
 #include "log.h"
+#include "strsafe.h"
 
 #define FILE_WORKERS	4	/* preads in parallel */
 #define LOG_SKIPS	5	/* names logged per kind and listing */
@@ -143,18 +144,6 @@ static void attr_of(const struct stat *st, struct ns_attr *a)
 	a->mtime = st->st_mtim.tv_sec;
 	a->mtime_nsec = st->st_mtim.tv_nsec;
 	file_version(st, a->version);
-}
-
-/* a name fit for a log line: control bytes shown as '?' */
-static const char *printable(const char *s, char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; s[i] && i + 1 < len; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ?
-			 '?' : s[i];
-	buf[i] = '\0';
-	return buf;
 }
 
 /* errors that mean "this key is not a regular file below DIR (any more)" */
@@ -297,12 +286,9 @@ static int file_stat(struct backend *be, const char *key, struct ns_attr *out)
 
 static void note_skip(struct walk *w, enum file_skip k, const char *name)
 {
-	char buf[320];
-
 	if (++w->skipped[k] <= LOG_SKIPS)
 		log_warn("file source %s: skipping %s '%s%s'%s", w->f->dir,
-			 skip_names[k], printable(w->path, buf, 160),
-			 printable(name, buf + 160, 160),
+			 skip_names[k], str_log(w->path), str_log(name),
 			 w->skipped[k] == LOG_SKIPS ?
 			 " (further ones only counted)" : "");
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "creds.h"
 #include "log.h"
 
 #define LIST_WINDOW	128	/* stats in flight while listing */
@@ -27,6 +28,8 @@ struct rados_be {
 	rados_t cluster;
 	rados_ioctx_t io;
 	char pool[256];
+	bool snapped;		/* --snap: reads see pool snapshot snap */
+	rados_snap_t snap;
 };
 
 struct rados_rd {		/* lives in backend_read.priv during a read */
@@ -40,9 +43,33 @@ static struct rados_be *rbe(struct backend *be)
 	return container_of(be, struct rados_be, base);
 }
 
-static void version_str(char *out, uint64_t v)
+/*
+ * A snapshot's objects never change: their version is the snapshot's
+ * ("s" and its id), and reads assert nothing.
+ */
+static void version_str(const struct rados_be *r, char *out, uint64_t v)
 {
-	snprintf(out, NS_VERSION_MAX, "%" PRIu64, v);
+	if (r->snapped)
+		snprintf(out, NS_VERSION_MAX, "s%" PRIu64, (uint64_t)r->snap);
+	else
+		snprintf(out, NS_VERSION_MAX, "%" PRIu64, v);
+}
+
+/* --snap NAME: every read of the ioctx sees the pool snapshot */
+static int set_snap(struct rados_be *r, const char *name)
+{
+	int rc = rados_ioctx_snap_lookup(r->io, name, &r->snap);
+
+	if (rc < 0) {
+		fprintf(stderr, "fusefs: pool '%s' has no snapshot '%s'%s\n",
+			r->pool, name, rc == -ENOENT ? "" : strerror(-rc));
+		return rc;
+	}
+	rados_ioctx_snap_set_read(r->io, r->snap);
+	r->snapped = true;
+	log_info("reading snapshot '%s' (id %" PRIu64 ") of pool '%s'", name,
+		 (uint64_t)r->snap, r->pool);
+	return 0;
 }
 
 static int ceph_set(rados_t c, const char *k, const char *v)
@@ -106,6 +133,7 @@ static int rbe_open(struct backend **out, const struct fusefs_conf *cf,
 	if (rc < 0)
 		goto out_shutdown;
 	rc = rados_connect(r->cluster);
+	creds_hide_process();	/* librados holds the cephx key now */
 	if (rc < 0) {
 		fprintf(stderr, "fusefs: cannot connect to the Ceph cluster as %s: %s%s\n",
 			name, strerror(-rc),
@@ -119,9 +147,16 @@ static int rbe_open(struct backend **out, const struct fusefs_conf *cf,
 			rc == -ENOENT ? "no such pool" : strerror(-rc));
 		goto out_shutdown;
 	}
+	if (cf->snap) {
+		rc = set_snap(r, cf->snap);
+		if (rc)
+			goto out_ioctx;
+	}
 	log_info("connected to RADOS pool '%s' as %s", r->pool, name);
 	*out = &r->base;
 	return 0;
+out_ioctx:
+	rados_ioctx_destroy(r->io);
 out_shutdown:
 	rados_shutdown(r->cluster);
 out_free:
@@ -271,7 +306,7 @@ static int rbe_list(struct backend *be, backend_list_fn fn, void *arg)
 				.size = v[i].size, .mtime = v[i].mtime,
 			};
 
-			version_str(a.version, v[i].version);
+			version_str(r, a.version, v[i].version);
 			rc = fn(arg, v[i].key, v[i].len, &a);
 		}
 		free(v[i].key);
@@ -301,7 +336,7 @@ static int rados_stat_obj(struct backend *be, const char *key,
 		memset(out, 0, sizeof(*out));
 		out->size = size;
 		out->mtime = mtime;
-		version_str(out->version, rados_aio_get_version(c));
+		version_str(r, out->version, rados_aio_get_version(c));
 	}
 	rados_aio_release(c);
 	return rc;
@@ -338,7 +373,7 @@ static int rbe_read(struct backend *be, struct backend_read *rd)
 		free(p);
 		return -ENOMEM;
 	}
-	if (rd->version[0])
+	if (rd->version[0] && !r->snapped)
 		rados_read_op_assert_version(p->op, strtoull(rd->version, NULL, 10));
 	rados_read_op_read(p->op, rd->off, rd->len, rd->buf, &p->bytes,
 			   &p->prval);

@@ -140,6 +140,32 @@ static int http_errno(long code)
 	return -EIO;
 }
 
+/* a certificate or handshake problem (libcurl 7.88's TLS codes) */
+static bool curl_is_tls(CURLcode c)
+{
+	switch (c) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_CLIENTCERT:
+	case CURLE_USE_SSL_FAILED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* a transfer that failed below HTTP -> -errno (all of them retried) */
 static int curl_errno(CURLcode c)
 {
 	switch (c) {
@@ -148,8 +174,10 @@ static int curl_errno(CURLcode c)
 	case CURLE_OPERATION_TIMEDOUT:
 		return -ETIMEDOUT;
 	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
 		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;	/* no errno says "DNS": logs name it */
 	default:
 		return -EIO;
 	}
@@ -236,15 +264,31 @@ static void sync_end(struct s3_be *s, struct s3_sync *r)
 	pthread_mutex_unlock(&s->sync_lock);
 }
 
-/* GET the bucket with @query into @b; returns -errno, *code the status */
+/*
+ * How a synchronous request ended, for a message that names the failure:
+ * the transfer's code (CURLE_OK: the server answered with @code), the
+ * system error under a failed connect, curl's words, the URL.
+ */
+struct s3_ans {
+	long code;		/* HTTP status, 0: no answer */
+	CURLcode cc;
+	long os_errno;
+	char err[CURL_ERROR_SIZE];
+	char url[URL_MAX];
+};
+
+/* GET the bucket with @query into @b; returns -errno, @a how it ended */
 static int sync_get(struct s3_be *s, const char *query, struct body *b,
-		    long *code)
+		    struct s3_ans *a)
 {
 	struct s3_sync r;
 	CURLcode cc;
 	int rc;
 
-	*code = 0;		/* no answer yet: also on early errors */
+	a->code = 0;		/* no answer yet: also on early errors */
+	a->cc = CURLE_OK;
+	a->os_errno = 0;
+	a->err[0] = a->url[0] = '\0';
 	rc = sync_begin(s, "", query, &r);
 	if (rc)
 		return rc;
@@ -252,7 +296,12 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	curl_easy_setopt(r.h, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(r.h, CURLOPT_TIMEOUT, (long)s->cf->op_timeout_s * 4);
 	cc = curl_easy_perform(r.h);
-	curl_easy_getinfo(r.h, CURLINFO_RESPONSE_CODE, code);
+	curl_easy_getinfo(r.h, CURLINFO_RESPONSE_CODE, &a->code);
+	curl_easy_getinfo(r.h, CURLINFO_OS_ERRNO, &a->os_errno);
+	a->cc = cc;
+	snprintf(a->err, sizeof(a->err), "%s", r.err[0] ? r.err :
+		 curl_easy_strerror(cc));
+	memcpy(a->url, r.url, sizeof(a->url));
 	sync_end(s, &r);
 	if (b->over) {
 		log_err("S3 listing of bucket '%s': a page larger than %u MiB: refused",
@@ -261,22 +310,22 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	}
 	if (cc != CURLE_OK) {
 		log_err("S3 request to %s://%s failed: %s", s->scheme, s->host,
-			r.err[0] ? r.err : curl_easy_strerror(cc));
+			a->err);
 		return curl_errno(cc);
 	}
-	return http_errno(*code);
+	return http_errno(a->code);
 }
 
 /* one ListObjectsV2 page after @token ("" for the first) */
 static int list_page(struct s3_be *s, const char *token, int max_keys,
-		     struct body *b, long *code)
+		     struct body *b, struct s3_ans *a)
 {
 	char query[4096], mk[16], prefix[1100];
 	struct s3_param p[5];
 	size_t n = 0;
 	int rc;
 
-	*code = 0;		/* no answer yet: also on early errors */
+	a->code = 0;		/* no answer yet: also on early errors */
 	snprintf(mk, sizeof(mk), "%d", max_keys);
 	snprintf(prefix, sizeof(prefix), "%s%s", s->base.prefix,
 		 s->base.prefix[0] ? "/" : "");
@@ -293,7 +342,7 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 		return rc;
 	b->len = 0;
 	b->over = false;
-	return sync_get(s, query, b, code);
+	return sync_get(s, query, b, a);
 }
 
 /* what s3_list() hands each key through: its order, then the caller */
@@ -334,15 +383,17 @@ static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 	struct s3_page page = { .truncated = true };
 	char token[sizeof(page.next_token)] = "";
 	uint64_t t0 = mono_s();
-	long code = 0;
+	struct s3_ans *a = malloc(sizeof(*a));
 	int rc = 0;
 
+	if (!a)
+		return -ENOMEM;
 	s3_listing_init(&c.guard);
 	while (page.truncated) {
-		rc = list_page(s, token, 1000, &b, &code);
+		rc = list_page(s, token, 1000, &b, a);
 		if (rc) {
 			log_err("listing bucket '%s' failed on page %" PRIu64 " (HTTP %ld): %s",
-				s->bucket, c.guard.pages + 1, code, strerror(-rc));
+				s->bucket, c.guard.pages + 1, a->code, strerror(-rc));
 			break;
 		}
 		rc = s3list_parse(b.p ? b.p : "", b.len, &page, list_key, &c);
@@ -363,6 +414,7 @@ static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 		c.guard.pages);
 	s3_listing_release(&c.guard);
 	free(b.p);
+	free(a);
 	return rc;
 }
 
@@ -641,29 +693,82 @@ static int parse_endpoint(struct s3_be *s, const char *ep)
 	return 0;
 }
 
+/* the <Code> of an S3 error document (AccessDenied, NoSuchBucket), or "" */
+static void s3_error_code(const char *body, char *out, size_t len)
+{
+	const char *p = body ? strstr(body, "<Code>") : NULL;
+	size_t n = 0;
+
+	if (p) {
+		p += 6;
+		while (n + 1 < len && ((p[n] >= 'A' && p[n] <= 'Z') ||
+				       (p[n] >= 'a' && p[n] <= 'z') ||
+				       (p[n] >= '0' && p[n] <= '9') || p[n] == '.'))
+			n++;
+		if (strncmp(p + n, "</Code>", 7))
+			n = 0;
+		memcpy(out, p, n);
+	}
+	out[n] = '\0';
+}
+
+/* a transfer that got no HTTP answer: say which layer failed */
+static void say_unreachable(const struct s3_be *s, const struct s3_ans *a,
+			    int rc)
+{
+	const char *what, *hint = "";
+
+	if (a->cc == CURLE_COULDNT_RESOLVE_HOST ||
+	    a->cc == CURLE_COULDNT_RESOLVE_PROXY) {
+		what = "DNS failure, the host name does not resolve";
+	} else if (a->cc == CURLE_COULDNT_CONNECT && a->os_errno == ECONNREFUSED) {
+		what = "connection refused";
+		hint = " (nothing listens on that address and port?)";
+	} else if (a->cc == CURLE_COULDNT_CONNECT) {
+		what = a->os_errno ? strerror(a->os_errno) : "cannot connect";
+	} else if (a->cc == CURLE_OPERATION_TIMEDOUT) {
+		what = "timed out";
+		hint = " (--connect-timeout, --op-timeout)";
+	} else if (curl_is_tls(a->cc)) {
+		what = "TLS error";
+		hint = " (does the endpoint speak HTTPS? is its certificate trusted? see --ca-file)";
+	} else if (a->cc == CURLE_OK) {
+		fprintf(stderr, "fusefs: cannot reach the S3 endpoint %s://%s: %s\n",
+			s->scheme, s->host, strerror(-rc));
+		return;
+	} else {
+		what = "transfer failed";
+	}
+	fprintf(stderr, "fusefs: cannot reach the S3 endpoint %s://%s: %s: %s%s\n",
+		s->scheme, s->host, what, a->err, hint);
+}
+
 static int check_bucket(struct s3_be *s)
 {
 	struct body b = { 0 };
-	long code = 0;
-	int rc = list_page(s, "", 1, &b, &code);
+	struct s3_ans *a = malloc(sizeof(*a));
+	char code[64];
+	int rc;
 
-	if (rc == -EACCES)
-		fprintf(stderr, "fusefs: access to bucket '%s' denied (HTTP %ld%s%s): "
-			"check the credentials\n", s->bucket, code,
-			b.p && strstr(b.p, "SignatureDoesNotMatch") ?
-			", SignatureDoesNotMatch" : "",
-			b.p && strstr(b.p, "InvalidAccessKeyId") ?
-			", InvalidAccessKeyId" : "");
-	else if (rc == -ENOENT)
+	if (!a)
+		return -ENOMEM;
+	rc = list_page(s, "", 1, &b, a);
+	s3_error_code(b.p, code, sizeof(code));
+	if (rc && rc != -EFBIG && !a->code)		/* -EFBIG: said already */
+		say_unreachable(s, a, rc);
+	else if (rc && a->code == 404 && !strcmp(code, "NoSuchBucket"))
 		fprintf(stderr, "fusefs: no such bucket '%s' at %s://%s\n",
 			s->bucket, s->scheme, s->host);
-	else if (rc && code >= 300)
-		fprintf(stderr, "fusefs: cannot reach S3 endpoint %s://%s (HTTP %ld)\n",
-			s->scheme, s->host, code);
-	else if (rc)
-		fprintf(stderr, "fusefs: cannot reach S3 endpoint %s://%s (%s)\n",
-			s->scheme, s->host, strerror(-rc));
+	else if (rc == -EACCES)
+		fprintf(stderr, "fusefs: access to bucket '%s' denied (HTTP %ld%s%s): "
+			"check the credentials\n", s->bucket, a->code,
+			code[0] ? " " : "", code);
+	else if (rc && rc != -EFBIG)
+		fprintf(stderr, "fusefs: the S3 endpoint answered HTTP %ld%s%s at %.*s (listing bucket '%s')\n",
+			a->code, code[0] ? " " : "", code,
+			(int)strcspn(a->url, "?"), a->url, s->bucket);
 	free(b.p);
+	free(a);
 	return rc;
 }
 

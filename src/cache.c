@@ -15,6 +15,7 @@
 #include "cache_priv.h"
 #include "hash.h"
 #include "log.h"
+#include "strsafe.h"
 
 #define HEAT_FLUSH_MS	1000
 
@@ -161,7 +162,7 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 		l->graves = g;
 	} else {
 		log_warn("out of memory: data file of '%s' left for the next start",
-			 ce->key);
+			 str_log(ce->key));
 	}
 	centry_free(ce);
 }
@@ -247,8 +248,8 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 		meta_q_drop_chunk(c->meta, ce->fid, n);
 		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      (off_t)n * c->chunk_size, (off_t)len)) {
-			log_warn("cannot drop chunk %u of '%s': %s", n, ce->key,
-				 strerror(errno));
+			log_warn("cannot drop chunk %u of '%s': %s", n,
+				 str_log(ce->key), strerror(errno));
 			ce->state[n] = CH_ABSENT;
 			break;
 		}
@@ -262,7 +263,7 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 	if (ce->pn->prefetched)
 		stat_add(c->st, prefetch_wasted_bytes, freed);
 	stat_add(c->st, evicted_bytes, freed);
-	log_dbg("evict %" PRIu64 " bytes of %s", freed, ce->key);
+	log_dbg("evict %" PRIu64 " bytes of %s", freed, str_log(ce->key));
 	if (freed < bytes || !ce->used)
 		evict_locked(c, ce, l);
 }
@@ -452,7 +453,8 @@ again:
 		stat_inc(c->st, stale_objects);
 		log_info("object '%s' changed (version %s -> %s, %" PRIu64
 			 " -> %" PRIu64 " bytes): dropping its cached data",
-			 key, ce->version, a->version, ce->size, a->size);
+			 str_log(key), str_log(ce->version), str_log(a->version),
+			 ce->size, a->size);
 		forget_locked(c, ce);
 		meta_q_drop_file(c->meta, ce->fid);
 		/* its bytes stay on disk until its last user is gone */
@@ -479,7 +481,7 @@ again:
 				   &ce);
 		if (rc == -EFBIG)
 			log_err("object '%s' is larger than the cache takes (%" PRIu64
-				" bytes)", key, a->size);
+				" bytes)", str_log(key), a->size);
 		if (rc)
 			return rc;
 		policy_add(&c->pol, ce->pn);
@@ -721,8 +723,8 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
-		log_err("writing chunk %u of '%s' to the cache: %s", n, ce->key,
-			strerror(-rc));
+		log_err("writing chunk %u of '%s' to the cache: %s", n,
+			str_log(ce->key), strerror(-rc));
 	return rc;
 }
 
@@ -774,7 +776,7 @@ int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		meta_q_drop_chunk(c->meta, ce->fid, n);
 		stat_inc(c->st, checksum_failures);
 		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
-			 n, ce->key, r < 0 ? " (read error)" : "");
+			 n, str_log(ce->key), r < 0 ? " (read error)" : "");
 		rc = -EBADMSG;
 	}
 	pthread_mutex_unlock(&c->lock);

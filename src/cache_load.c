@@ -125,23 +125,42 @@ static void sweep_orphans(struct cache *c)
 	}
 }
 
-static int lock_dir(struct cache *c)
+/* taken by cache_check_dir(), before anything reads the index; handed to
+ * the cache by lock_dir() */
+static int dir_lock_fd = -1;
+
+/* DIR/lock, locked: the fd or -errno (message printed) */
+static int take_lock(const char *dir)
 {
 	char path[PATH_MAX];
+	int fd, rc;
 
-	snprintf(path, sizeof(path), "%s/lock", c->dir);
-	c->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (c->lock_fd < 0) {
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		rc = -errno;
 		fprintf(stderr, "fusefs: cannot use cache directory %s: %s\n",
-			c->dir, strerror(errno));
-		return -errno;
+			dir, strerror(errno));
+		return rc;
 	}
-	if (flock(c->lock_fd, LOCK_EX | LOCK_NB)) {
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		fprintf(stderr, "fusefs: cache directory %s is in use by another fusefs\n",
-			c->dir);
+			dir);
+		close(fd);
 		return -EBUSY;
 	}
-	return 0;
+	return fd;
+}
+
+static int lock_dir(struct cache *c)
+{
+	if (dir_lock_fd >= 0) {
+		c->lock_fd = dir_lock_fd;
+		dir_lock_fd = -1;
+		return 0;
+	}
+	c->lock_fd = take_lock(c->dir);
+	return c->lock_fd < 0 ? c->lock_fd : 0;
 }
 
 static bool direct_works(const char *dir)
@@ -202,6 +221,13 @@ int cache_check_dir(const char *dir)
 			rc = check_one(path, &st);
 		else if (errno != ENOENT)
 			rc = -errno;
+	}
+	if (!rc && dir_lock_fd < 0) {
+		rc = take_lock(dir);
+		if (rc >= 0) {
+			dir_lock_fd = rc;
+			rc = 0;
+		}
 	}
 	return rc;
 }

@@ -32,7 +32,15 @@ struct centry {
 	int busy;		/* references without an open handle */
 	bool stale;		/* replaced by a newer version, out of table */
 	bool opening;		/* a thread opens the data files (no lock) */
-	int fd, dfd;		/* data file: buffered, O_DIRECT (-1: closed) */
+	/*
+	 * data file: buffered, O_DIRECT (-1: closed).  Set under the lock;
+	 * read without it by holders of a reference.  A read on an open
+	 * file handle is ordered before that handle's release (which may
+	 * close these) only through /dev/fuse (the reply, then the
+	 * kernel's RELEASE, on clone fds): no C11 or ThreadSanitizer rule
+	 * sees that, so the fields are atomic (tests/stress).
+	 */
+	_Atomic int fd, dfd;
 	struct policy_node *pn;	/* heat and eviction order, owned by policy */
 };
 

@@ -29,8 +29,8 @@ struct opt {
 static const struct opt opts[] = {
 	{ "cache-dir", OPT_STR, O(cache_dir), 0, 0,
 	  "DIR      local cache directory (required)" },
-	{ "cache-size", OPT_SIZE, O(cache_size), 0, 0,
-	  "SIZE    hard bound on cached bytes (default 10G)" },
+	{ "cache-size", OPT_SPECIAL, 0, 0, 0,
+	  "SIZE    hard bound on cached bytes, or N% of the cache file system; refused if it cannot fit, the default lowered (default 10G)" },
 	{ "chunk-size", OPT_SPECIAL, 0, 0, 0,
 	  "SIZE    cache chunk, power of two 1M..16M (default 4M)" },
 	{ "ceph-conf", OPT_STR, O(ceph_conf), 0, 0,
@@ -59,6 +59,8 @@ static const struct opt opts[] = {
 	  "OCTAL        masks 0444/0555 modes (default 022)" },
 	{ "allow-other", OPT_FLAG, O(allow_other), 0, 0,
 	  "          let other users see the mount" },
+	{ "nonempty", OPT_FLAG, O(nonempty), 0, 0,
+	  "             allow a mount point that is not empty (hides its contents)" },
 	{ "foreground", OPT_FLAG, O(foreground), 0, 0,
 	  "           stay in the foreground (-f)" },
 	{ "debug-fuse", OPT_FLAG, O(debug_fuse), 0, 0,
@@ -66,7 +68,11 @@ static const struct opt opts[] = {
 	{ "revalidate", OPT_UINT, O(revalidate_s), 0, 86400 * 365,
 	  "SECONDS  trust a file's version this long; then an open re-checks it in the background, 0: every open waits for a re-check (default 60)" },
 	{ "list-refresh", OPT_UINT, O(list_refresh_s), 0, 86400 * 365,
-	  "SECONDS re-list the backend after this; 0 never (default 300)" },
+	  "SECONDS re-list the backend this often and right after a remount; 0 never by itself (default 300)" },
+	{ "manifest", OPT_STR, O(manifest), 0, 0,
+	  "FILE|URL   namespace and pinned versions from a manifest (file, rados://POOL/OBJ or s3://BUCKET/KEY; docs/manifests.md) instead of a listing" },
+	{ "snap", OPT_STR, O(snap), 0, 0,
+	  "NAME           RADOS: read the pool snapshot NAME instead of the live objects" },
 	{ "readahead", OPT_UINT, O(readahead), 0, 64,
 	  "CHUNKS    fetched ahead of a sequential reader (default 8)" },
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
@@ -136,6 +142,7 @@ void conf_release(struct fusefs_conf *cf)
 			free(*(char **)((char *)cf + opts[i].off));
 	free(cf->source);
 	free(cf->mountpoint);
+	free(cf->kernel_opts);
 }
 
 int parse_size(const char *s, uint64_t *out)
@@ -218,13 +225,43 @@ static int bad(const char *key, const char *val, const char *why)
 	return -EINVAL;
 }
 
+/* "200G" (at least 1M) or "90%" (1..100 of the cache file system) */
+static int set_cache_size(struct fusefs_conf *cf, const struct opt *o,
+			  const char *val)
+{
+	size_t n = strlen(val);
+	unsigned long pct;
+	uint64_t sz;
+
+	if (n > 1 && val[n - 1] == '%') {
+		char num[16];
+
+		if (n - 1 >= sizeof(num))
+			return bad(o->name, val, "a percentage from 1% to 100%");
+		memcpy(num, val, n - 1);
+		num[n - 1] = '\0';
+		if (parse_uint(num, 10, &pct) || pct < 1 || pct > 100)
+			return bad(o->name, val, "a percentage from 1% to 100%");
+		cf->cache_size_pct = pct;
+	} else {
+		if (parse_size(val, &sz) || sz < (1U << 20))
+			return bad(o->name, val, "a size such as 200G (>= 1M) or a percentage such as 90%");
+		cf->cache_size = sz;
+		cf->cache_size_pct = 0;
+	}
+	cf->cache_size_given = true;
+	return 0;
+}
+
 static int set_special(struct fusefs_conf *cf, const struct opt *o,
 		       const char *val)
 {
 	unsigned long v;
 	uint64_t sz;
 
-	if (!strcmp(o->name, "chunk-size")) {
+	if (!strcmp(o->name, "cache-size")) {
+		return set_cache_size(cf, o, val);
+	} else if (!strcmp(o->name, "chunk-size")) {
 		if (parse_size(val, &sz) || sz < (1U << 20) || sz > (16U << 20) ||
 		    (sz & (sz - 1)))
 			return bad(o->name, val, "a power of two from 1M to 16M");
@@ -315,21 +352,79 @@ int conf_set(struct fusefs_conf *cf, const char *key, const char *val)
 	return opt_apply(cf, o, val);
 }
 
-/* mount options the kernel (or fusermount3) understands; passed through */
-static bool kernel_opt(const char *key, size_t len)
+/* what a word of an -o list that is not a fusefs option is */
+enum mount_word {
+	MW_UNKNOWN,
+	MW_KERNEL,		/* for the kernel's FUSE mount: libfuse's list */
+	MW_UNSUPPORTED,		/* kernel options libfuse 3.14 cannot pass */
+	MW_MTAB,		/* for mount(8), fstab, systemd: no effect here */
+};
+
+static enum mount_word mount_word(const char *key, size_t len)
 {
-	static const char *const ok[] = {
-		"ro", "rw", "noatime", "atime", "relatime", "nodev", "dev",
-		"nosuid", "suid", "noexec", "exec", "default_permissions",
-		"auto", "noauto", "user", "nouser", "users", "_netdev",
-		"nofail", "defaults", "auto_unmount", "x-systemd.automount",
+	static const struct {
+		const char *name;
+		enum mount_word kind;
+	} words[] = {
+		{ "ro", MW_KERNEL }, { "rw", MW_KERNEL }, { "nosuid", MW_KERNEL },
+		{ "suid", MW_KERNEL }, { "nodev", MW_KERNEL }, { "dev", MW_KERNEL },
+		{ "noexec", MW_KERNEL }, { "exec", MW_KERNEL },
+		{ "noatime", MW_KERNEL }, { "atime", MW_KERNEL },
+		{ "sync", MW_KERNEL }, { "async", MW_KERNEL },
+		{ "dirsync", MW_KERNEL }, { "default_permissions", MW_KERNEL },
+		{ "auto_unmount", MW_KERNEL },
+		{ "relatime", MW_UNSUPPORTED }, { "norelatime", MW_UNSUPPORTED },
+		{ "strictatime", MW_UNSUPPORTED }, { "nostrictatime", MW_UNSUPPORTED },
+		{ "lazytime", MW_UNSUPPORTED }, { "nolazytime", MW_UNSUPPORTED },
+		{ "diratime", MW_UNSUPPORTED }, { "nodiratime", MW_UNSUPPORTED },
+		{ "mand", MW_UNSUPPORTED }, { "nomand", MW_UNSUPPORTED },
+		{ "silent", MW_UNSUPPORTED }, { "loud", MW_UNSUPPORTED },
+		{ "remount", MW_UNSUPPORTED }, { "bind", MW_UNSUPPORTED },
+		{ "move", MW_UNSUPPORTED },
+		{ "defaults", MW_MTAB }, { "auto", MW_MTAB }, { "noauto", MW_MTAB },
+		{ "user", MW_MTAB }, { "nouser", MW_MTAB }, { "users", MW_MTAB },
+		{ "owner", MW_MTAB }, { "group", MW_MTAB }, { "_netdev", MW_MTAB },
+		{ "nofail", MW_MTAB }, { "comment", MW_MTAB },
 	};
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(ok); i++)
-		if (strlen(ok[i]) == len && !strncmp(ok[i], key, len))
-			return true;
-	return len > 2 && !strncmp(key, "x-", 2);
+	for (i = 0; i < ARRAY_SIZE(words); i++)
+		if (strlen(words[i].name) == len &&
+		    !strncmp(words[i].name, key, len))
+			return words[i].kind;
+	return len > 2 && !strncmp(key, "x-", 2) ? MW_MTAB : MW_UNKNOWN;
+}
+
+/* one word of an -o list that is not a fusefs option: keep, skip or refuse */
+static int mount_word_apply(const char *tok, size_t klen, bool has_value,
+			    char *passthru, size_t len)
+{
+	switch (mount_word(tok, klen)) {
+	case MW_KERNEL:
+		if (has_value) {
+			fprintf(stderr, "fusefs: mount option '%.*s' takes no value\n",
+				(int)klen, tok);
+			return -EINVAL;
+		}
+		if (!passthru || strlen(passthru) + klen + 2 > len) {
+			fprintf(stderr, "fusefs: too many mount options at '%s'\n", tok);
+			return -EINVAL;
+		}
+		if (*passthru)
+			strcat(passthru, ",");
+		strcat(passthru, tok);
+		return 0;
+	case MW_UNSUPPORTED:
+		fprintf(stderr, "fusefs: mount option '%.*s' cannot be passed to a FUSE mount (libfuse 3.14); the supported ones are ro, rw, nosuid, suid, nodev, dev, noexec, exec, noatime, atime (relatime), sync, async, dirsync, default_permissions, allow_other, auto_unmount\n",
+			(int)klen, tok);
+		return -EINVAL;
+	case MW_MTAB:
+		return 0;	/* for mount(8) or systemd, which saw it already */
+	default:
+		fprintf(stderr, "fusefs: unknown mount option '%.*s' (neither a fusefs option nor a kernel mount option such as ro, nosuid, nodev, noexec, noatime)\n",
+			(int)klen, tok);
+		return -EINVAL;
+	}
 }
 
 int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
@@ -340,28 +435,16 @@ int conf_set_o(struct fusefs_conf *cf, const char *list, char *passthru,
 
 	if (!copy)
 		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok;
+	for (tok = strtok_r(copy, ",", &save); tok && !rc;
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		size_t klen = eq ? (size_t)(eq - tok) : strlen(tok);
 		const struct opt *o = opt_find(tok, klen);
 
-		if (o) {
+		if (o)
 			rc = opt_apply(cf, o, eq ? eq + 1 : NULL);
-		} else if (kernel_opt(tok, klen)) {
-			/* handled by the mount helper or harmless: keep */
-			if (passthru && strlen(passthru) + strlen(tok) + 2 < len) {
-				if (*passthru)
-					strcat(passthru, ",");
-				strcat(passthru, tok);
-			}
-		} else {
-			fprintf(stderr, "fusefs: unknown mount option '%.*s'\n",
-				(int)klen, tok);
-			rc = -EINVAL;
-		}
-		if (rc)
-			break;
+		else
+			rc = mount_word_apply(tok, klen, eq != NULL, passthru, len);
 	}
 	free(copy);
 	return rc;
@@ -381,10 +464,14 @@ int conf_check(const struct fusefs_conf *cf)
 		fprintf(stderr, "fusefs: --cache-dir is required\n");
 		return -EINVAL;
 	}
-	if (cf->cache_size < 4ULL * cf->chunk_size) {
+	if (!cf->cache_size_pct && cf->cache_size < 4ULL * cf->chunk_size) {
 		fprintf(stderr,
 			"fusefs: --cache-size must hold at least 4 chunks (%u bytes)\n",
 			4 * cf->chunk_size);
+		return -EINVAL;
+	}
+	if (cf->snap && strncmp(cf->source, "rados://", 8)) {
+		fprintf(stderr, "fusefs: --snap applies to rados:// sources only\n");
 		return -EINVAL;
 	}
 	return 0;

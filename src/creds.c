@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "cfgfile.h"
 #include "creds.h"
@@ -56,7 +57,32 @@ static int from_file(const char *file, const char *profile,
 	return 0;
 }
 
-int creds_load(const struct fusefs_conf *cf, struct s3_creds *out)
+/* overwrite @name's value where it lives, then unset it */
+static void env_wipe(const char *name)
+{
+	char *v = getenv(name);
+
+	if (v)
+		explicit_bzero(v, strlen(v));
+	unsetenv(name);
+}
+
+static void env_wipe_secrets(void)
+{
+	env_wipe("AWS_ACCESS_KEY_ID");
+	env_wipe("AWS_SECRET_ACCESS_KEY");
+	env_wipe("AWS_SESSION_TOKEN");
+}
+
+void creds_hide_process(void)
+{
+	const char *keep = getenv("FUSEFS_CORE_DUMPS");
+
+	if (!keep || strcmp(keep, "1"))
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+static int load(const struct fusefs_conf *cf, struct s3_creds *out)
 {
 	const char *ak = getenv("AWS_ACCESS_KEY_ID");
 	const char *sk = getenv("AWS_SECRET_ACCESS_KEY");
@@ -94,6 +120,17 @@ int creds_load(const struct fusefs_conf *cf, struct s3_creds *out)
 		"AWS_SECRET_ACCESS_KEY, or use a credentials file (--profile, "
 		"--credentials-file)\n");
 	return -ENOENT;
+}
+
+int creds_load(const struct fusefs_conf *cf, struct s3_creds *out)
+{
+	int rc = load(cf, out);
+
+	/* secrets from a file or the environment are in memory now; those
+	 * in the environment go from it whichever were used */
+	env_wipe_secrets();
+	creds_hide_process();
+	return rc;
 }
 
 void creds_wipe(struct s3_creds *c)

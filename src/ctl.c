@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "strsafe.h"
 #include "report.h"
 
 #define INO_DIR		2
@@ -19,6 +20,7 @@
 #define INO_UNPIN	7
 #define INO_EVICT	8
 #define INO_WARM	9
+#define INO_REFRESH	10
 #define INO_LIST0	0x1000
 #define MAX_NAMES	4096
 
@@ -33,7 +35,7 @@ static const struct {
 	{ "lists", INO_LISTS, CTL_LISTS }, { "stats", INO_STATS, CTL_STATS },
 	{ "heat", INO_HEAT, CTL_HEAT }, { "pin", INO_PIN, CTL_PIN },
 	{ "unpin", INO_UNPIN, CTL_UNPIN }, { "evict", INO_EVICT, CTL_EVICT },
-	{ "warm", INO_WARM, CTL_WARM },
+	{ "warm", INO_WARM, CTL_WARM }, { "refresh", INO_REFRESH, CTL_REFRESH },
 };
 
 struct ctl {
@@ -182,6 +184,7 @@ bool ctl_is_writable(struct ctl *c, uint64_t ino)
 	case CTL_UNPIN:
 	case CTL_EVICT:
 	case CTL_WARM:
+	case CTL_REFRESH:
 	case CTL_LIST:
 		return true;
 	default:
@@ -364,10 +367,14 @@ static char *heat_text(struct ctl *c, size_t *len)
 
 	if (f) {
 		fprintf(f, "# path\tscore\topens\tlast\tbytes\tcached\n");
-		for (i = 0; i < h.n; i++)
-			fprintf(f, "%s\t%.3f\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64
-				"\t%d\n", h.v[i].path, h.v[i].score, h.v[i].count,
+		for (i = 0; i < h.n; i++) {
+			/* the path escaped: a tab or newline in a name
+			 * cannot break the columns (strsafe.h) */
+			str_esc_file(f, h.v[i].path, strlen(h.v[i].path));
+			fprintf(f, "\t%.3f\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64
+				"\t%d\n", h.v[i].score, h.v[i].count,
 				h.v[i].last, h.v[i].bytes, h.v[i].cached);
+		}
 		fclose(f);
 	}
 	heat_rows_free(&h);
@@ -405,7 +412,9 @@ int ctl_rewarm(struct ctl *c, unsigned n)
 	return rc;
 }
 
-/* warm input: paths, or a heat TSV (first column; '#' lines skipped) */
+/* warm input: paths, or a heat TSV (first column, escaped as heat_text()
+ * writes it; '#' lines skipped).  A name with a newline cannot be on a
+ * list: its line is left out. */
 static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 {
 	char *paths = malloc(len + 1);
@@ -422,9 +431,15 @@ static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 		at += ll + (nl ? 1 : 0);
 		if (!ll || line[0] == '#')
 			continue;
-		if (tab)
-			ll = tab - line;
-		memcpy(paths + o, line, ll);
+		if (tab) {
+			ssize_t n = str_unesc(paths + o, line, tab - line);
+
+			if (n < 0 || memchr(paths + o, '\n', n))
+				continue;
+			ll = n;
+		} else {
+			memcpy(paths + o, line, ll);
+		}
 		o += ll;
 		paths[o++] = '\n';
 	}
@@ -470,24 +485,24 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		fclose(f);
 	}
 	if (!rc && rep.outcome == LO_BEGUN) {
-		log_info("list '%s': epoch %" PRId64 " begins", name,
+		log_info("list '%s': epoch %" PRId64 " begins", str_log(name),
 			 rep.begin_epoch);
 		prefetch_kick(c->d.pf);
 	} else if (!rc) {
 		stat_inc(c->d.st, lists_published);
 		log_info("list '%s' published (epoch %" PRId64 ", %s): %" PRIu64
-			 " of %" PRIu64 " lines accepted", name,
+			 " of %" PRIu64 " lines accepted", str_log(name),
 			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
 			 list_outcome_name(rep.outcome), rep.accepted,
 			 rep.lines);
 		prefetch_published(c->d.pf);
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
-			 name, rep.epoch, list_outcome_name(rep.outcome),
+			 str_log(name), rep.epoch, list_outcome_name(rep.outcome),
 			 rep.current);
 	} else {
 		log_warn("list '%s' rejected: %" PRIu64 " lines, none usable",
-			 name, rep.lines);
+			 str_log(name), rep.lines);
 	}
 	return rc;
 }
@@ -507,6 +522,10 @@ int ctl_commit(struct ctl *c, uint64_t ino, const char *buf, size_t len,
 		return each_path(c, buf, len, do_evict, report);
 	case CTL_WARM:
 		return warm(c, buf, len, report);
+	case CTL_REFRESH:
+		/* whatever was written: re-list (or re-read the manifest) now */
+		log_info("re-listing asked through the control file");
+		return nsmgr_refresh(c->d.nm);
 	case CTL_LIST:
 		if (!list_name(c, ino, name, sizeof(name)))
 			return -ENOENT;

@@ -12,6 +12,7 @@
 #include "hash.h"
 #include "htab.h"
 #include "log.h"
+#include "strsafe.h"
 #include "memchunk.h"
 
 #define COMPLETION_THREADS	2
@@ -542,7 +543,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 		if (!in) {
 			rc = -EIO;	/* FETCHING without a fetch: a bug */
 			log_err("chunk %u of '%s' is claimed but not fetched",
-				n, ci.key);
+				n, str_log(ci.key));
 			break;
 		}
 		rc = wait_on_locked(f, &pr, in, &proto, nn);
@@ -635,8 +636,8 @@ static void retry_later(struct fetcher *f, struct inflight *in, ssize_t ret,
 
 	in->tries++;
 	stat_inc(f->st, backend_retries);
-	log_warn("reading '%s' chunk %u: %s, retry %u in %lld ms", key,
-		 in->id.n, strerror((int)-ret), in->tries, (long long)delay);
+	log_warn("reading '%s' chunk %u: %s, retry %u in %lld ms",
+		 str_log(key), in->id.n, strerror((int)-ret), in->tries, (long long)delay);
 	in->due_ms = now_ms() + delay;
 	pthread_mutex_lock(&f->qlock);
 	in->qnext = f->retry;
@@ -663,7 +664,7 @@ static void complete(struct fetcher *f, struct inflight *in)
 			retry_later(f, in, ret, ci.key);
 			return;
 		}
-		log_err("reading '%s' chunk %u failed: %s", ci.key, in->id.n,
+		log_err("reading '%s' chunk %u failed: %s", str_log(ci.key), in->id.n,
 			ret == -ESTALE ? "object changed in the backend" :
 			strerror((int)-ret));
 		if (ret == -ESTALE && f->on_stale)

@@ -15,6 +15,7 @@
 #include "bdi.h"
 #include "fs_internal.h"
 #include "log.h"
+#include "mountsafe.h"
 #include "passthrough.h"
 
 #define DIR_TIMEOUT	3600.0
@@ -582,6 +583,14 @@ static void on_change(void *arg, uint64_t ino)
 	fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
+/* a name the kernel may remember as absent (a negative entry) now exists */
+static void on_added(void *arg, uint64_t parent, const char *name)
+{
+	struct fs *fs = arg;
+
+	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
+}
+
 int fs_run(const struct fs_deps *d, int ready_fd)
 {
 	const struct fusefs_conf *cf = d->cf;
@@ -589,13 +598,17 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	struct fuse_loop_config *lc;
 	char opts[1024], *real;
 	struct fs fs = { .d = d };
+	bool fd_mount;
 	int rc;
 
 	fs.attr_timeout = cf->revalidate_s ? cf->revalidate_s : 1;
 	fs.mounted = time(NULL);
+	/* the user's kernel options (-o ro,noexec,...) come last and win */
 	snprintf(opts, sizeof(opts),
-		 "rw,default_permissions,noatime,fsname=%s,subtype=fusefs%s",
-		 cf->source, cf->allow_other ? ",allow_other" : "");
+		 "rw,default_permissions,noatime,fsname=%s,subtype=fusefs%s%s%s",
+		 cf->source, cf->allow_other ? ",allow_other" : "",
+		 cf->kernel_opts ? "," : "",
+		 cf->kernel_opts ? cf->kernel_opts : "");
 	/* fsname is parsed by libfuse: commas in it would split options */
 	for (char *p = opts + strlen("rw,default_permissions,noatime,fsname=");
 	     *p && strncmp(p, ",subtype=", 9); p++)
@@ -617,7 +630,9 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	/* libfuse ends the session on SIGHUP too: reopen logs instead */
 	if (log_catch_sighup())
 		goto out_signals;
-	real = realpath(cf->mountpoint, NULL);
+	/* "/dev/fd/N": libfuse serves that FUSE fd and mounts nothing */
+	fd_mount = mountsafe_fd(cf->mountpoint) >= 0;
+	real = fd_mount ? strdup(cf->mountpoint) : realpath(cf->mountpoint, NULL);
 	if (!real || fuse_session_mount(fs.se, real)) {
 		fprintf(stderr, "fusefs: cannot mount on %s%s%s\n", cf->mountpoint,
 			real ? "" : ": ", real ? "" : strerror(errno));
@@ -627,10 +642,11 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	/* before the loop, so the INIT reply can ask for passthrough */
 	passthrough_setup(&fs.pt, fs.se, cf->passthrough ? PASSTHROUGH_AUTO :
 			  PASSTHROUGH_OFF);
-	if (bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
+	if (!fd_mount &&
+	    bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
 		log_warn("cannot raise the read-ahead window of %s", real);
 	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
-		.on_change = on_change, .arg = &fs });
+		.on_change = on_change, .on_added = on_added, .arg = &fs });
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot start the namespace threads: %s\n",
 			strerror(-rc));
@@ -648,7 +664,8 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	if (d->on_ready)
 		d->on_ready(d->ready_arg);
 	lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_clone_fd(lc, 1);
+	/* a cloned fd per worker needs /dev/fuse (absent in an fd-passing pod) */
+	fuse_loop_cfg_set_clone_fd(lc, access("/dev/fuse", R_OK | W_OK) == 0);
 	fuse_loop_cfg_set_max_threads(lc, cf->max_threads);
 	rc = fuse_session_loop_mt(fs.se, lc);
 	fuse_loop_cfg_destroy(lc);

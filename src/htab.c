@@ -2,8 +2,27 @@
 /* htab.c - see htab.h */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "htab.h"
+
+static uint64_t htab_seed;
+
+/* before main() and any thread: read-only afterwards */
+__attribute__((constructor)) static void htab_seed_init(void)
+{
+	struct timespec ts;
+
+	if (getrandom(&htab_seed, sizeof(htab_seed), GRND_NONBLOCK) ==
+	    sizeof(htab_seed))
+		return;
+	/* no entropy yet (early boot): still unknown to a remote party */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	htab_seed = (uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^
+		    (uint64_t)getpid() << 16 ^ (uintptr_t)&ts;
+}
 
 void htab_init(struct htab *h, uint64_t (*key_of)(const void *item))
 {
@@ -21,6 +40,10 @@ void htab_release(struct htab *h)
 
 static size_t home(const struct htab *h, uint64_t key)
 {
+	/* the seeded key through a splitmix64-style finalizer */
+	key ^= htab_seed;
+	key ^= key >> 30;
+	key *= 0xbf58476d1ce4e5b9ULL;
 	key ^= key >> 31;
 	key *= 0x7fb5d329728ea185ULL;
 	key ^= key >> 27;

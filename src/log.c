@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "safeopen.h"
 
 #define LOG_LINE_MAX	4096
 
@@ -30,8 +31,8 @@ void log_open(const char *ident, bool use_syslog)
 
 static int open_log_file(const char *path)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-		    0640);
+	return safe_open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+			 0640);
 }
 
 int log_open_file(const char *path)

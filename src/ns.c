@@ -9,6 +9,7 @@
 #include "htab.h"
 #include "log.h"
 #include "ns.h"
+#include "strsafe.h"
 
 #define SEED_DIR	0x9e3779b97f4a7c15ULL
 #define SEED_FILE	0xc2b2ae3d27d4eb4fULL
@@ -170,8 +171,8 @@ static void note_skip(struct ns *ns, enum pm_kind k, const char *key,
 		      size_t len)
 {
 	if (++ns->st.skipped[k] <= LOG_SKIPS_PER_KIND)
-		log_warn("skipping object '%.*s': %s%s", (int)MIN(len, 300),
-			 key, pathmap_kind_name(k),
+		log_warn("skipping object '%s': %s%s", str_log_n(key, len),
+			 pathmap_kind_name(k),
 			 ns->st.skipped[k] == LOG_SKIPS_PER_KIND ?
 			 " (further ones of this kind only counted)" : "");
 }
@@ -228,8 +229,8 @@ out:
 		return -ENOMEM;
 	if (err == EEXIST) {
 		if (++ns->st.collisions <= LOG_SKIPS_PER_KIND)
-			log_warn("skipping object '%.*s': inode hash collision",
-				 (int)MIN(len, 300), key);
+			log_warn("skipping object '%s': inode hash collision",
+				 str_log_n(key, len));
 		return PM_NKINDS;
 	}
 	return 0;
@@ -263,7 +264,7 @@ static void dir_finish(struct ns *ns, struct ns_node *d)
 			ns->st.bytes -= k->attr.size;
 			if (ns->st.shadowed <= LOG_SKIPS_PER_KIND)
 				log_warn("object '%s' is shadowed by directory '%s'",
-					 k->key, k->path);
+					 str_log(k->key), str_log(k->path));
 			continue;
 		}
 		d->kids[out++] = k;

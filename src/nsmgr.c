@@ -7,14 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "bgthread.h"
 #include "hash.h"
 #include "htab.h"
 #include "log.h"
+#include "manifest.h"
+#include "manifest_src.h"
 #include "nsmgr.h"
+#include "strsafe.h"
 
 #define CHECKER_PERIOD_MS	10000	/* checkers run when woken; this is a backstop */
+#define REFRESH_SLEEP_MAX_MS	3600000	/* the re-listing thread looks at least hourly */
 
 enum nsmgr_state { NM_NEW, NM_RUNNING, NM_STOPPED };
 
@@ -49,8 +55,10 @@ struct nsmgr {
 	uint64_t seed;
 	struct nsmgr_hooks hooks;	/* set by nsmgr_start() */
 
+	bool pinned;			/* from a manifest: versions never adopted */
+	bool from_store;		/* loaded from LMDB at open: re-list soon */
 	struct bgthread *refresh;
-	int64_t refresh_due_ms;		/* CLOCK_MONOTONIC; refresh thread's */
+	int64_t refresh_due_ms;		/* CLOCK_MONOTONIC; atomic */
 
 	pthread_mutex_t check_lock;	/* after lock; guards all below */
 	enum nsmgr_state state;
@@ -78,6 +86,7 @@ struct build {
 	struct meta_ns_txn *txn;
 	const char *prefix;
 	int64_t now;
+	int64_t mtime;		/* a manifest's entries: the manifest's own */
 };
 
 static int add_listed(void *arg, const char *key, size_t len,
@@ -129,22 +138,97 @@ static double since(const struct timespec *t0)
 	return t.tv_sec - t0->tv_sec + (t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/*
+ * What the stored namespace was built from: the source, and for a
+ * manifest file its name, size and change time.  Return: whether a
+ * stored namespace of this identity may be reused (a remote manifest is
+ * read again at every mount).
+ */
+static bool ns_identity(const struct nsmgr *nm, char *buf, size_t len)
+{
+	const char *mf = nm->cf->manifest;
+	struct stat sb;
+
+	if (!mf) {
+		snprintf(buf, len, "%s", nm->cf->source);
+		return true;
+	}
+	if (!strncmp(mf, "file://", 7))
+		mf += 7;
+	if (strstr(mf, "://") || stat(mf, &sb)) {
+		snprintf(buf, len, "%s manifest=%s", nm->cf->source, mf);
+		return false;
+	}
+	snprintf(buf, len, "%s manifest=%s size=%lld ctime=%lld.%09ld",
+		 nm->cf->source, mf, (long long)sb.st_size,
+		 (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
+	return true;
+}
+
+static int add_manifest_entry(void *arg, const struct manifest_entry *e,
+			      unsigned long lineno)
+{
+	struct build *b = arg;
+	size_t plen = strlen(b->prefix), len = plen + !!plen + e->len;
+	char *key = malloc(len + 1);
+	struct ns_attr a;
+	int rc;
+
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, b->prefix, plen);
+	if (plen)
+		key[plen] = '/';
+	memcpy(key + plen + !!plen, e->path, e->len);
+	key[len] = '\0';
+	a = e->attr;
+	a.mtime = b->mtime;
+	rc = add_listed(b, key, len, &a);
+	free(key);
+	return rc;
+}
+
+/* the tree from --manifest; its errors are printed and logged */
+static int read_manifest(struct nsmgr *nm, struct build *b)
+{
+	char err[MANIFEST_PATH_MAX + 256];
+	struct stat sb;
+	int fd, rc;
+
+	rc = manifest_open(nm->cf, nm->cf->manifest, &fd);
+	if (rc)
+		return rc;
+	b->mtime = fstat(fd, &sb) == 0 && sb.st_mtime > 0 ? sb.st_mtime : b->now;
+	rc = manifest_read(fd, nm->cf->manifest, add_manifest_entry, b, err,
+			   sizeof(err));
+	close(fd);
+	if (rc && nm->refresh)		/* a refresh: the mount goes on */
+		log_err("bad manifest %s; keeping the namespace", err);
+	else if (rc)
+		fprintf(stderr, "fusefs: bad manifest %s\n", err);
+	return rc;
+}
+
 /* a fresh tree from the backend, also written to the namespace cache */
 static int list_backend(struct nsmgr *nm, struct ns **out)
 {
 	struct build b = { .prefix = nm->be->prefix, .now = time(NULL) };
 	struct timespec t0;
-	char when[32];
+	char when[32], ident[4096 + 512];
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	b.ns = ns_create(nm->seed);
 	if (!b.ns)
 		return -ENOMEM;
+	ns_identity(nm, ident, sizeof(ident));
 	rc = meta_ns_begin(nm->meta, &b.txn);
 	if (rc)
 		goto out_ns;
-	rc = nm->be->ops->list(nm->be, add_listed, &b);
+	if (nm->pinned)
+		rc = read_manifest(nm, &b);
+	else
+		rc = nm->be->ops->list(nm->be, add_listed, &b);
 	if (rc) {
 		meta_ns_abort(b.txn);
 		goto out_ns;
@@ -154,10 +238,12 @@ static int list_backend(struct nsmgr *nm, struct ns **out)
 		log_warn("could not store the namespace cache: %s", strerror(-rc));
 	snprintf(when, sizeof(when), "%" PRId64, b.now);
 	meta_put_str(nm->meta, "listed_at", when);
-	meta_put_str(nm->meta, "source", nm->cf->source);
+	meta_put_str(nm->meta, "source", ident);
 	ns_finish(b.ns);
-	stat_inc(nm->st, listings);
-	log_ns("listed from the backend", b.ns, since(&t0));
+	if (!nm->pinned)
+		stat_inc(nm->st, listings);
+	log_ns(nm->pinned ? "read from the manifest" : "listed from the backend",
+	       b.ns, since(&t0));
 	*out = b.ns;
 	return 0;
 out_ns:
@@ -169,12 +255,13 @@ out_ns:
 static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 {
 	struct build b = { .prefix = nm->be->prefix };
-	char src[4096], when[32];
+	char src[4096 + 512], ident[4096 + 512], when[32];
 	struct timespec t0;
 	long n;
 
-	if (meta_get_str(nm->meta, "source", src, sizeof(src)) ||
-	    strcmp(src, nm->cf->source) ||
+	if (!ns_identity(nm, ident, sizeof(ident)) ||
+	    meta_get_str(nm->meta, "source", src, sizeof(src)) ||
+	    strcmp(src, ident) ||
 	    meta_get_str(nm->meta, "listed_at", when, sizeof(when)))
 		return -ENOENT;
 	*listed = strtoll(when, NULL, 10);
@@ -207,10 +294,12 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	nm->cf = cf;
 	nm->st = st;
 	nm->seed = hash64(cf->source, strlen(cf->source), 1);
+	nm->pinned = cf->manifest != NULL;
 	pthread_rwlock_init(&nm->lock, NULL);
 	pthread_mutex_init(&nm->check_lock, NULL);
 	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
+	nm->from_store = rc == 0 && !nm->pinned && cf->list_refresh_s;
 	if (rc == 0 && cf->list_refresh_s &&
 	    time(NULL) - listed >= (int64_t)cf->list_refresh_s) {
 		log_info("namespace cache is older than %u s: listing again",
@@ -221,8 +310,12 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	}
 	if (rc)
 		rc = list_backend(nm, &nm->ns);
+	if (rc == 0 && nm->from_store)
+		log_info("serving the stored namespace; re-listing %s in the background",
+			 cf->source);
 	if (rc) {
-		fprintf(stderr, "fusefs: cannot list %s: %s\n", cf->source,
+		fprintf(stderr, "fusefs: cannot %s %s: %s\n",
+			nm->pinned ? "read the manifest of" : "list", cf->source,
 			strerror(-rc));
 		nsmgr_close(nm);
 		return rc;
@@ -256,7 +349,29 @@ struct swap_diff {
 	struct ns *old, *fresh;
 	uint64_t *changed;
 	size_t n, cap;
+	const struct ns_node **added;	/* nodes new in the fresh tree */
+	size_t nadded, added_cap;
 };
+
+/* a node of the fresh tree the old one lacks: the kernel may hold a negative entry */
+static int diff_added(void *arg, const struct ns_node *n)
+{
+	struct swap_diff *d = arg;
+
+	if (ns_get(d->old, n->ino))
+		return 0;
+	if (d->nadded == d->added_cap) {
+		size_t cap = d->added_cap ? d->added_cap * 2 : 64;
+		const struct ns_node **p = realloc(d->added, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		d->added = p;
+		d->added_cap = cap;
+	}
+	d->added[d->nadded++] = n;
+	return 0;
+}
 
 static int diff_file(void *arg, const struct ns_node *o)
 {
@@ -303,6 +418,10 @@ static void relist(struct nsmgr *nm)
 	}
 	d.old = nsmgr_rdlock(nm);
 	rc = ns_foreach(d.old, false, diff_file, &d);
+	if (!rc)
+		rc = ns_foreach(d.fresh, false, diff_added, &d);
+	if (!rc)
+		rc = ns_foreach(d.fresh, true, diff_added, &d);
 	nsmgr_unlock(nm);
 	if (rc)
 		log_warn("re-listing %s: %s; changed files keep their kernel cache until it expires",
@@ -312,6 +431,7 @@ static void relist(struct nsmgr *nm)
 	nm->ns = d.fresh;
 	pthread_rwlock_unlock(&nm->lock);
 	ns_destroy(old);
+	stat_inc(nm->st, ns_swaps);
 	/* the listing is the authority on which objects exist */
 	pthread_mutex_lock(&nm->check_lock);
 	for (i = 0; i < nm->checks.cap;) {
@@ -328,21 +448,50 @@ static void relist(struct nsmgr *nm)
 	pthread_mutex_unlock(&nm->check_lock);
 	for (i = 0; i < d.n; i++)
 		nm->hooks.on_change(nm->hooks.arg, d.changed[i]);
+	/* d.fresh is the tree now; only this thread replaces it */
+	for (i = 0; i < d.nadded; i++)
+		nm->hooks.on_added(nm->hooks.arg, d.added[i]->parent,
+				   d.added[i]->name);
+	free(d.added);
 	free(d.changed);
 	nm->hooks.on_swap(nm->hooks.arg);
 }
 
-/* the re-listing thread: every list_refresh seconds after the last one */
+/* when the next periodic re-listing is due; a manifest is never re-read by itself */
+static int64_t next_refresh_ms(const struct nsmgr *nm)
+{
+	if (nm->pinned || !nm->cf->list_refresh_s)
+		return INT64_MAX;
+	return mono_ms() + nm->cf->list_refresh_s * 1000LL;
+}
+
+/*
+ * The re-listing thread: right after a mount served from the stored
+ * namespace, then every list_refresh seconds (neither when it is 0), and
+ * when nsmgr_refresh() asks.
+ */
 static int64_t refresh_tick(void *arg)
 {
 	struct nsmgr *nm = arg;
 	int64_t now = mono_ms();
+	int64_t due = __atomic_load_n(&nm->refresh_due_ms, __ATOMIC_ACQUIRE);
 
-	if (now < nm->refresh_due_ms)	/* the tick at start */
-		return nm->refresh_due_ms - now;
+	if (now < due)
+		return due - now < REFRESH_SLEEP_MAX_MS ? due - now :
+		       REFRESH_SLEEP_MAX_MS;
+	__atomic_store_n(&nm->refresh_due_ms, next_refresh_ms(nm),
+			 __ATOMIC_RELEASE);
 	relist(nm);
-	nm->refresh_due_ms = mono_ms() + nm->cf->list_refresh_s * 1000LL;
-	return BG_PERIOD;
+	return 0;		/* the check above computes the sleep */
+}
+
+int nsmgr_refresh(struct nsmgr *nm)
+{
+	if (!nm->refresh)
+		return -ENOTCONN;
+	__atomic_store_n(&nm->refresh_due_ms, 0, __ATOMIC_RELEASE);
+	bgthread_wake(nm->refresh);
+	return 0;
 }
 
 /* ---- re-checks ---- */
@@ -449,7 +598,17 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 		return false;
 	}
 	ns_attr_get(nm->ns, n, &known);
-	if (rc == 0) {
+	if (rc == 0 && nm->pinned && !same_version(&known, &fresh)) {
+		/* the manifest's version stays: uncached bytes fail with EIO */
+		log_err("object '%s' changed since the manifest (pinned version %s, %" PRIu64
+			" bytes; the backend has %s, %" PRIu64 " bytes): not served",
+			str_log(r->key), str_log(known.version), known.size,
+			str_log(fresh.version), fresh.size);
+		known.checked = now;
+		ns_attr_set(nm->ns, n, &known);
+		changed = *gone;
+		*gone = false;
+	} else if (rc == 0) {
 		changed = *gone || !same_version(&known, &fresh);
 		fresh.checked = now;
 		ns_attr_set(nm->ns, n, &fresh);
@@ -458,14 +617,14 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 		changed = !*gone;
 		*gone = true;
 	} else {
-		log_warn("re-checking '%s': %s; serving what is known", r->key,
+		log_warn("re-checking '%s': %s; serving what is known", str_log(r->key),
 			 strerror(-rc));
 		known.checked = now;	/* do not ask again at every open */
 		ns_attr_set(nm->ns, n, &known);
 	}
 	nsmgr_unlock(nm);
 	if (changed)
-		log_info("object '%s' %s in the backend", r->key,
+		log_info("object '%s' %s in the backend", str_log(r->key),
 			 *gone ? "vanished" : "changed");
 	return changed;
 }
@@ -653,7 +812,7 @@ void nsmgr_stale_cb(void *arg, uint64_t ino)
 		else if (!r->queued)
 			c = enqueue_locked(nm, r);
 	} else {
-		log_err("cannot queue a re-check of '%s': out of memory", n->key);
+		log_err("cannot queue a re-check of '%s': out of memory", str_log(n->key));
 	}
 	unlock_file(nm);
 	wake(c);
@@ -677,14 +836,11 @@ int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h)
 		if (rc)
 			goto out_stop;
 	}
-	if (nm->cf->list_refresh_s) {
-		nm->refresh_due_ms = mono_ms() + nm->cf->list_refresh_s * 1000LL;
-		rc = bgthread_start(&nm->refresh, "ns-refresh",
-				    nm->cf->list_refresh_s * 1000LL,
-				    refresh_tick, nm);
-		if (rc)
-			goto out_stop;
-	}
+	nm->refresh_due_ms = nm->from_store ? 0 : next_refresh_ms(nm);
+	rc = bgthread_start(&nm->refresh, "ns-refresh", REFRESH_SLEEP_MAX_MS,
+			    refresh_tick, nm);
+	if (rc)
+		goto out_stop;
 	return 0;
 out_stop:
 	nsmgr_stop(nm);

@@ -7,6 +7,7 @@
 
 #include "bgthread.h"
 #include "log.h"
+#include "strsafe.h"
 #include "prefetch.h"
 
 #define WINDOW_FILES	4096	/* files looked at per round */
@@ -113,7 +114,7 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 		if (cache_free(p->c) < need &&
 		    !cache_admits(p->c, ce, need, ADMIT_PREFETCH)) {
 			log_dbg("prefetch: window ends at chunk %u of %s (in flight %llu)",
-				c, ci->key, (unsigned long long)flying);
+				c, str_log(ci->key), (unsigned long long)flying);
 			pthread_mutex_lock(&p->lock);
 			p->full = !flying;
 			pthread_mutex_unlock(&p->lock);

@@ -40,7 +40,14 @@ MODES = {
     "head_size_negative": "HEAD answers Content-Length: -5",
     "head_size_overflow": "HEAD answers Content-Length: 2^64 + 1",
     "head_size_too_big": "HEAD answers Content-Length: 2^44 + 1",
+    "list_404_plain": "the bucket's listing answers 404 without an S3 error (a wrong path)",
+    "list_404_nosuchkey": "the bucket's listing answers 404 with the S3 code NoSuchKey",
+    "list_403": "the bucket's listing answers 403 with the S3 code AccessDenied",
 }
+
+# mode -> (status, S3 error code or None) of the bucket's listing
+LIST_ERRORS = {"list_404_plain": (404, None), "list_404_nosuchkey": (404, "NoSuchKey"),
+               "list_403": (403, "AccessDenied")}
 
 CONTROL_KEYS = [b"ctl\x01char", b"new\nline", b"tab\there", b"bell\x07\x1b[31mred",
                 b"nul\x00byte", b"plus+and space"]
@@ -157,6 +164,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def listing(self, q):
         mode = self.server.mode
+        if mode in LIST_ERRORS:
+            status, code = LIST_ERRORS[mode]
+            body = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code>"
+                    f"<Message>test</Message><BucketName>{BUCKET}</BucketName></Error>"
+                    ).encode() if code else b""
+            return self.reply(status, body, [("Content-Type", "application/xml")])
         enc = q.get("encoding-type") == "url"
         token = q.get("continuation-token", "")
         n = next(self.server.pages)

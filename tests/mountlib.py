@@ -11,7 +11,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 FUSEFS = os.environ.get("FUSEFS_BIN", os.path.join(ROOT, "build", "bin", "fusefs"))
-BAD_WORDS = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "Segmentation fault")
+BAD_WORDS = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "Segmentation fault",
+             "ThreadSanitizer")
 
 
 class Mount:

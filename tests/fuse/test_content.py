@@ -54,7 +54,7 @@ def test_remount_reuses_cache(mounter, sized, tmp_path):
         assert read_uncached(m.path(name)) == d
     assert m.stats()["bytes_from_backend"] == sum(map(len, sized.values()))
     m.umount()
-    m2 = mounter(cache=cache)
+    m2 = mounter("--list-refresh", "0", cache=cache)     # no re-listing at remount
     for name, d in sized.items():
         assert read_uncached(m2.path(name)) == d
     s = m2.stats()

@@ -61,7 +61,7 @@ def test_damaged_index_is_set_aside(mounter, sized, tmp_path, how):
     m2.umount()
 
     # the new index is used by the next start, nothing set aside again
-    m3 = mounter(cache=cache)
+    m3 = mounter("--list-refresh", "0", cache=cache)     # no re-listing at remount
     for name, d in sized.items():
         assert read_uncached(m3.path(name)) == d
     s = m3.stats()

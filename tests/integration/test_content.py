@@ -61,7 +61,7 @@ def test_remount_reuses_cache(mounter, sized, ceph, store, tmp_path):
     m.umount()
     ops_before = ceph.pool_read_ops(POOL) if store.kind == "rados" else None
     subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
-    m2 = mounter("sized", cache=cache, store=store)
+    m2 = mounter("sized", "--list-refresh", "0", cache=cache, store=store)
     for name, d in sized.items():
         with open(m2.path(name), "rb") as f:
             assert f.read() == d

@@ -76,8 +76,13 @@ def test_wrong_secret_is_a_clear_error(s3store, tmp_path):
 
 
 def test_missing_bucket(s3store, tmp_path):
+    """RGW answers 404 with the S3 code NoSuchBucket: named as such (the
+    other 404s and 403s are named by their code: tests/fuse/test_errors.py)"""
     r = run_fusefs(*mount_cmd(s3store, tmp_path, bucket="no-such-bucket"), env=s3store.env)
-    assert r.returncode == 1 and "no such bucket" in r.stderr
+    assert r.returncode == 1, r.stderr
+    assert (f"fusefs: no such bucket 'no-such-bucket' at {s3store.ceph.s3_endpoint}\n"
+            in r.stderr), r.stderr
+    assert "cannot reach" not in r.stderr and "answered HTTP" not in r.stderr, r.stderr
 
 
 def test_missing_credentials(s3store, tmp_path):

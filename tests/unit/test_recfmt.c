@@ -146,6 +146,21 @@ static void test_conf(void)
 	CHECK_INT(conf_set(&cf, "umask", "027"), ==, 0);
 	CHECK_INT(cf.umask, ==, 027);
 	CHECK_INT(conf_set(&cf, "allow-other", "yes"), ==, -EINVAL);
+	/* --cache-size N%; kernel options kept, mount(8)-only ones dropped */
+	CHECK_INT(conf_set(&cf, "cache-size", "90%"), ==, 0);
+	CHECK_INT(cf.cache_size_pct, ==, 90);
+	CHECK(cf.cache_size_given);
+	CHECK_INT(conf_set(&cf, "cache-size", "0%"), ==, -EINVAL);
+	CHECK_INT(conf_set(&cf, "cache-size", "101%"), ==, -EINVAL);
+	CHECK_INT(conf_set(&cf, "cache-size", "2G"), ==, 0);
+	CHECK_INT(cf.cache_size_pct, ==, 0);
+	pass[0] = '\0';
+	CHECK_INT(conf_set_o(&cf, "_netdev,nofail,defaults,x-systemd.automount,rw,ro,nonempty",
+			     pass, sizeof(pass)), ==, 0);
+	CHECK_STR(pass, "rw,ro");
+	CHECK(cf.nonempty);
+	CHECK_INT(conf_set_o(&cf, "relatime", pass, sizeof(pass)), ==, -EINVAL);
+	CHECK_INT(conf_set_o(&cf, "ro=1", pass, sizeof(pass)), ==, -EINVAL);
 	conf_release(&cf);
 }
 

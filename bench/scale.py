@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Namespace scale (docs/benchmarks-scale.md): a synthetic manifest of
+N files in D directories over an empty file:// source (the objects need
+not exist to be listed and stat'ed), mounted through the real kernel FUSE.
+
+Measures: the first mount from the manifest (start to mounted), the
+remount from the LMDB namespace cache, the daemon's RSS after each (and
+per file), the LMDB size; then, on a second manifest with one directory
+of M entries: time to the first entries of a readdir and of the whole
+listing, and stat() of every file in it (4 threads).
+
+  bench/scale.py --bin build/bin/fusefs [--files 10000000 --dirs 100000 --big 1000000]
+"""
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+MAGIC = "#fusefs-manifest 1\n"
+
+
+def write_manifest(path, files, dirs):
+    per = files // dirs
+    t = time.time()
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write(MAGIC)
+        for d in range(dirs):
+            f.write("".join(f"part{d:06}/sample{i:05}.jpg\t{100000 + i}\t\"e{d:x}-{i:x}\"\n"
+                            for i in range(per)))
+    return time.time() - t
+
+
+def write_big_dir(path, n):
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write(MAGIC)
+        f.write("".join(f"big/f{i:07}\t{i}\tv{i}\n" for i in range(n)))
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def du(path):
+    return int(subprocess.run(["du", "-sb", path], capture_output=True, text=True)
+               .stdout.split()[0])
+
+
+class Daemon:
+    def __init__(self, binary, src, mnt, cache, manifest, log):
+        self.cmd = [binary, "mount", f"file://{src}", mnt, "-f", "--cache-dir", cache,
+                    "--manifest", manifest, "--cache-size", "1G"]
+        self.mnt, self.log = mnt, log
+        self.proc = None
+
+    def start(self):
+        t = time.time()
+        self.proc = subprocess.Popen(self.cmd, stdout=open(self.log, "ab"),
+                                     stderr=subprocess.STDOUT)
+        while not os.path.ismount(self.mnt):
+            if self.proc.poll() is not None:
+                raise SystemExit(f"fusefs exited {self.proc.returncode}: see {self.log}")
+            time.sleep(0.01)
+        return time.time() - t
+
+    def stop(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], check=True)
+        self.proc.wait(timeout=600)
+
+
+def readdir_times(path):
+    t = time.time()
+    first = None
+    n = 0
+    with os.scandir(path) as it:
+        for _ in it:
+            n += 1
+            if n == 1000 and first is None:
+                first = time.time() - t
+    return first, time.time() - t, n
+
+
+def stat_all(path, names, threads=4):
+    def work(part):
+        for name in part:
+            os.stat(os.path.join(path, name))
+    parts = [names[i::threads] for i in range(threads)]
+    t = time.time()
+    ts = [threading.Thread(target=work, args=(p,)) for p in parts]
+    for x in ts:
+        x.start()
+    for x in ts:
+        x.join()
+    return time.time() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build/bin/fusefs")
+    ap.add_argument("--files", type=int, default=10_000_000)
+    ap.add_argument("--dirs", type=int, default=100_000)
+    ap.add_argument("--big", type=int, default=1_000_000)
+    ap.add_argument("--work", default=None, help="scratch directory (default: a temporary one)")
+    ap.add_argument("--out", default="/tmp/fusefs-bench-scale.json")
+    a = ap.parse_args()
+    binary = os.path.realpath(a.bin)
+    work = a.work or tempfile.mkdtemp(prefix="fusefs-scale-")
+    src, mnt = os.path.join(work, "src"), os.path.join(work, "mnt")
+    os.makedirs(src, exist_ok=True)
+    os.makedirs(mnt, exist_ok=True)
+    res = {"files": a.files, "dirs": a.dirs, "big": a.big}
+    man = os.path.join(work, "m.txt.gz")
+    res["manifest_write_s"] = write_manifest(man, a.files, a.dirs)
+    res["manifest_bytes"] = os.path.getsize(man)
+    cache = os.path.join(work, "cache")
+    d = Daemon(binary, src, mnt, cache, man, os.path.join(work, "fusefs.log"))
+    res["first_mount_s"] = d.start()
+    res["first_rss_kib"] = rss_kib(d.proc.pid)
+    probe = os.path.join(mnt, "part000123", "sample00042.jpg")
+    assert os.stat(probe).st_size == 100042
+    d.stop()
+    res["lmdb_bytes"] = du(os.path.join(cache, "index"))
+    res["remount_s"] = d.start()
+    res["remount_rss_kib"] = rss_kib(d.proc.pid)
+    res["rss_bytes_per_file"] = res["remount_rss_kib"] * 1024 / a.files
+    assert os.stat(probe).st_size == 100042
+    d.stop()
+    shutil.rmtree(cache)
+
+    big = os.path.join(work, "big.txt.gz")
+    write_big_dir(big, a.big)
+    cache = os.path.join(work, "cache-big")
+    d = Daemon(binary, src, mnt, cache, big, os.path.join(work, "fusefs-big.log"))
+    res["big_mount_s"] = d.start()
+    first, total, n = readdir_times(os.path.join(mnt, "big"))
+    assert n == a.big, n
+    res["big_readdir_first1000_s"], res["big_readdir_all_s"] = first, total
+    names = sorted(os.listdir(os.path.join(mnt, "big")))
+    d.stop()                                      # cold kernel caches for the stat pass
+    d.start()
+    secs = stat_all(os.path.join(mnt, "big"), names)
+    res["big_stat_per_s"] = a.big / secs
+    d.stop()
+    if not a.work:
+        shutil.rmtree(work)
+    print(json.dumps(res, indent=2))
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

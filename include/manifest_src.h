@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * manifest_src.h - where a manifest's bytes come from: a local file, or an
+ * object read whole through a backend (rados://POOL/OBJ, s3://BUCKET/KEY,
+ * file:///PATH) into an anonymous memory file.
+ */
+#ifndef FUSEFS_MANIFEST_SRC_H
+#define FUSEFS_MANIFEST_SRC_H
+
+#include "conf.h"
+
+#define MANIFEST_REMOTE_MAX	(4ULL << 30)	/* bytes of a remote manifest */
+
+/*
+ * manifest_open() - an fd positioned at the start of manifest @where,
+ * using @cf's backend options (endpoint, credentials, ceph.conf) for a
+ * URL.  Return: 0 with *@fd set (the caller closes it), or -errno with a
+ * message printed and logged.
+ */
+int manifest_open(const struct fusefs_conf *cf, const char *where, int *fd);
+
+#endif

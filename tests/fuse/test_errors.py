@@ -1,0 +1,92 @@
+"""Failures at mount are named for what they are: a host name that does
+not resolve (DNS), a refused connection, a TLS handshake with a server
+that does not speak TLS, a server that accepts and never answers
+(timeout), and HTTP errors by their status and S3 error code; "no such
+bucket" only for S3's NoSuchBucket. No Ceph: 127.0.0.1 only (the
+.invalid name never leaves the resolver)."""
+
+import socket
+import time
+
+import pytest
+
+from hostile_s3 import BUCKET, HostileS3
+from mountlib import BAD_WORDS, run_fusefs
+
+CREDS = {"AWS_ACCESS_KEY_ID": "errors-test", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+
+
+def mount_error(tmp_path, endpoint, *args, bucket=BUCKET):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir(exist_ok=True)
+    r = run_fusefs("mount", f"s3://{bucket}", str(mnt), "-f", "--cache-dir",
+                   str(tmp_path / "cache"), "--endpoint", endpoint,
+                   "--connect-timeout", "5", *args, timeout=60, env=CREDS)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
+    assert "not-a-secret" not in r.stderr
+    return r.stderr
+
+
+def closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]       # nothing listens once closed
+
+
+@pytest.fixture
+def srv():
+    s = HostileS3()
+    yield s
+    s.close()
+
+
+def test_dns_failure_is_named(tmp_path):
+    err = mount_error(tmp_path, "http://nonexistent.invalid:8080")
+    assert ("cannot reach the S3 endpoint http://nonexistent.invalid:8080: "
+            "DNS failure, the host name does not resolve") in err, err
+    assert "refused" not in err.lower(), err
+
+
+def test_connection_refused_is_named(tmp_path):
+    port = closed_port()
+    err = mount_error(tmp_path, f"http://127.0.0.1:{port}")
+    assert f"cannot reach the S3 endpoint http://127.0.0.1:{port}: connection refused" in err, err
+    assert "DNS" not in err, err
+
+
+def test_tls_error_against_plain_http_is_named(tmp_path, srv):
+    err = mount_error(tmp_path, f"https://127.0.0.1:{srv.port}")
+    assert f"cannot reach the S3 endpoint https://127.0.0.1:{srv.port}: TLS error" in err, err
+    assert "does the endpoint speak HTTPS?" in err, err
+
+
+def test_timeout_is_named(tmp_path):
+    with socket.socket() as s:          # accepts (backlog), never answers
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        port = s.getsockname()[1]
+        t0 = time.monotonic()
+        err = mount_error(tmp_path, f"http://127.0.0.1:{port}", "--op-timeout", "1")
+        assert time.monotonic() - t0 < 30
+    assert f"cannot reach the S3 endpoint http://127.0.0.1:{port}: timed out" in err, err
+
+
+def test_http_errors_are_named_by_s3_code(tmp_path, srv):
+    for mode, want in (
+            ("list_404_plain", f"the S3 endpoint answered HTTP 404 at {srv.endpoint}/"
+                               f"{BUCKET}/ (listing bucket '{BUCKET}')"),
+            ("list_404_nosuchkey", "the S3 endpoint answered HTTP 404 NoSuchKey at "
+                                   f"{srv.endpoint}/{BUCKET}"),
+            ("list_403", f"access to bucket '{BUCKET}' denied (HTTP 403 AccessDenied): "
+                         "check the credentials")):
+        srv.mode = mode
+        err = mount_error(tmp_path, srv.endpoint)
+        assert want in err, (mode, err)
+        assert "no such bucket" not in err, (mode, err)
+
+
+def test_no_such_bucket_only_for_nosuchbucket(tmp_path, srv):
+    err = mount_error(tmp_path, srv.endpoint, bucket="other-bucket")
+    assert f"no such bucket 'other-bucket' at http://127.0.0.1:{srv.port}" in err, err

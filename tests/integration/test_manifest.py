@@ -1,0 +1,96 @@
+"""Manifests and snapshots on the real cluster: a manifest written by
+`fusefs manifest create` from a pool and a bucket, stored as an object and
+mounted from its rados:// or s3:// URL without any listing; pinned versions
+(a RADOS object version, an S3 ETag) never served changed; `--snap` reads a
+pool snapshot while the live object changes; a remount sees a new object
+without --list-refresh."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import BUCKET, POOL, run_fusefs, wait_for
+
+MiB = 1 << 20
+
+
+def test_manifest_from_an_object_pins_versions(mounter, store, tmp_path):
+    pre = f"mf-{store.kind}"
+    objs = {f"{pre}/a/x.bin": os.urandom(3 * MiB + 17), f"{pre}/b.txt": b"pinned",
+            f"{pre}/c.txt": b"will change"}
+    store.put_many(objs)
+    r = run_fusefs("manifest", "create", store.source(pre), *store.args(), env=store.env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 2 + 3, r.stdout
+    store.put(f"manifests/{pre}", r.stdout.encode())
+    url = (f"rados://{POOL}/manifests/{pre}" if store.kind == "rados"
+           else f"s3://{BUCKET}/manifests/{pre}")
+    m = mounter(pre, "--manifest", url, store=store)
+    assert m.stats()["listings"] == 0             # no listing at all
+    for key, want in objs.items():
+        rel = key[len(pre) + 1:]
+        with open(m.path(rel), "rb") as f:
+            assert f.read() == want, rel
+    # everything is cached in this mount; change b.txt in the backend
+    store.put(f"{pre}/b.txt", b"CHANGED and longer")
+    m.umount()
+    # a fresh cache: nothing cached, the pinned version cannot be read
+    m = mounter(pre, "--manifest", url, store=store, cache=str(tmp_path / "c2"))
+    assert os.stat(m.path("b.txt")).st_size == len(b"pinned")
+    with pytest.raises(OSError):
+        open(m.path("b.txt"), "rb").read()
+    assert "changed in the backend" in m.log(), m.log()
+    with open(m.path("c.txt"), "rb") as f:           # unchanged: fine
+        assert f.read() == b"will change"
+
+
+def test_missing_manifest_object_is_a_clear_error(mounter):
+    m = mounter("mf-none", "--manifest", f"rados://{POOL}/no/such/manifest", start=False)
+    with pytest.raises(AssertionError) as e:
+        m.start(timeout=60)
+    m.proc = None
+    assert "cannot read manifest" in str(e.value) and "no such object" in str(e.value)
+
+
+def test_snap_reads_the_pool_snapshot(mounter, ceph, tmp_path):
+    pre = "snapped"
+    ceph.put(POOL, f"{pre}/obj", b"before the snapshot")
+    io = ceph._io(POOL)
+    io.create_snap("fusefs-test-s1")
+    try:
+        ceph.put(POOL, f"{pre}/obj", b"after the snapshot, longer")
+        ceph.put(POOL, f"{pre}/born-later", b"new")
+        snap = mounter(pre, "--snap", "fusefs-test-s1")
+        live = mounter(pre, cache=str(tmp_path / "live"))
+        assert open(snap.path("obj"), "rb").read() == b"before the snapshot"
+        assert open(live.path("obj"), "rb").read() == b"after the snapshot, longer"
+        assert not os.path.exists(snap.path("born-later"))
+        assert os.path.exists(live.path("born-later"))
+        ceph.put(POOL, f"{pre}/obj", b"third")       # the live object moves on
+        snap.umount()
+        snap = mounter(pre, "--snap", "fusefs-test-s1", cache=str(tmp_path / "s2"))
+        assert open(snap.path("obj"), "rb").read() == b"before the snapshot"
+        bad = mounter(pre, "--snap", "no-such-snap", cache=str(tmp_path / "s3"), start=False)
+        with pytest.raises(AssertionError) as e:
+            bad.start(timeout=60)
+        bad.proc = None
+        assert "has no snapshot 'no-such-snap'" in str(e.value)
+    finally:
+        io.remove_snap("fusefs-test-s1")
+
+
+def test_remount_sees_new_object(mounter, store):
+    pre = f"relist-{store.kind}"
+    store.put(f"{pre}/old", b"old")
+    m = mounter(pre, "--list-refresh", "0", store=store)
+    assert "old" in os.listdir(m.mnt) and "new" not in os.listdir(m.mnt)
+    m.umount()
+    store.put(f"{pre}/new", b"new object")
+    m = mounter(pre, store=store)      # default --list-refresh 300: re-listed at once
+    assert wait_for(lambda: os.path.exists(m.path("new")), timeout=30), m.log()
+    assert open(m.path("new"), "rb").read() == b"new object"
+    store.put(f"{pre}/third", b"3")
+    r = run_fusefs("refresh", m.mnt, "--wait", "--timeout", "60")
+    assert r.returncode == 0, r
+    assert open(m.path("third"), "rb").read() == b"3"
