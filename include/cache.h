@@ -21,10 +21,13 @@
  * replaced by a newer version of its object is "stale": its users keep
  * it, its bytes go with the last of them.
  *
- * Space: the policy (policy.h) owns the accounting and picks victims.
+ * Space: the policy (policy.h) owns the accounting and picks victims:
+ * whole files, or the last chunks of a file (hole punched, CH_ABSENT).
  * A chunk is written only after its space was reserved.  The cache picks
  * victims under its lock, takes them out of the table, and unlinks their
- * files after unlocking: no file-system call runs under the cache lock.
+ * files after unlocking: no file-system call runs under the cache lock,
+ * but for the hole punched into an idle file that loses its last chunks
+ * (cache.c, "chunk eviction").
  *
  * Locking: one mutex, the cache lock, guards every entry, the table, the
  * policy and the accounting.  Lock order: a caller may hold the fetch
@@ -230,9 +233,6 @@ bool cache_is_complete(struct cache *c, const struct centry *ce);
  */
 bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
 		  enum admit_kind kind);
-/* cache_stream_hint() - files of @bytes are streamed (lists mode): the
- * window should hold a couple of them (policy_grow_window()) */
-void cache_stream_hint(struct cache *c, uint64_t bytes);
 /* cache_free() - bytes under the limit not used or reserved */
 uint64_t cache_free(struct cache *c);
 

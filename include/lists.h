@@ -51,7 +51,8 @@
  * advance a list, and only if none advances is it a jump.  A stray
  * re-read far from any reader's position changes nothing.
  *
- * Next use (lists_next_use(), the minimum over active lists, in files):
+ * Next use (lists_next_use(), the minimum over active lists, in files;
+ * lists_next_use_bytes() in bytes):
  * an unread file of the current epoch at or after low is used in
  * idx - low; a file read or skipped this epoch takes its next use from
  * the queued epochs.  A list whose reader stopped (no open, publish or
@@ -173,6 +174,15 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready);
  * struct lists (the signature of cache_set_next_use()).
  */
 uint64_t lists_next_use(void *lists, uint64_t fid);
+/*
+ * lists_next_use_bytes() - the same in bytes: what the readers read
+ * before @fid's first byte (the files from low on, read-ahead ones
+ * included, then the queued epochs), min over active lists; *@after
+ * (if not NULL) is the use after that one (the second soonest over
+ * every list's current and queued epochs), UINT64_MAX if none.  What
+ * the chunk-level eviction compares (policy_next_use_fn).
+ */
+uint64_t lists_next_use_bytes(void *lists, uint64_t fid, uint64_t *after);
 
 /*
  * lists_window() - up to @max file ids the readers of active lists will
@@ -185,12 +195,25 @@ size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
 /*
  * lists_set_ready() - the prefetcher saw which of @n window files are on
  * disk (@ready[i] for @fids[i]; files not given count as not ready).  Each
- * list's lead becomes the run of ready files at the head of its own
- * window: files and bytes ready ahead of its reader.  May allocate; on
- * -ENOMEM the leads stay as they were.
+ * list's ready mark moves to the end of the run of ready files at the
+ * head of its own window; its lead (files and bytes ready ahead of its
+ * reader) is what lies between its reader's low and the mark.  May
+ * allocate; on -ENOMEM the marks stay as they were.
  */
 void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
 		     size_t n);
+
+/*
+ * lists_window_ahead(), lists_extend_ready() - the same, incrementally:
+ * each list's window starts at its ready mark (at low if the mark is
+ * gone: a new epoch, the reader passed it), and the ready run after the
+ * mark moves it on.  So a round after an open costs the files past the
+ * mark, not the whole window; a full lists_window() + lists_set_ready()
+ * now and then sees files evicted behind the mark.
+ */
+size_t lists_window_ahead(struct lists *l, uint64_t *fids, size_t max);
+void lists_extend_ready(struct lists *l, const uint64_t *fids,
+			const bool *ready, size_t n);
 
 /* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);

@@ -2,8 +2,7 @@
 /*
  * policy.h - what to keep in the cache, and how much room there is.
  *
- * The policy owns the space accounting (limit, used, reserved, and with
- * epoch lists the split between kept and streamed bytes) and decides
+ * The policy owns the space accounting (limit, used, reserved) and decides
  * admission and victims through one entry point, policy_admit().  It is
  * pure bookkeeping: no I/O, no locks.  The cache serializes every call
  * under its own lock and tells the policy what happens to files:
@@ -19,16 +18,30 @@
  *           dataset larger than the cache keep a stable resident subset
  *           instead of cycling.
  *  "auto"   with a future (policy_set_future(): the published epoch
- *           lists), Belady: files rank by next use, the one needed
- *           furthest in the future goes first, files with no known use
- *           go before any listed one and rank by heat; a newcomer is
- *           admitted only if it is needed sooner than the victim.  The
- *           space is split: KEPT files (a stable set up to limit -
- *           window, replaced only by Belady swaps on demand) and
- *           STREAMED files (prefetched into the window just ahead of the
- *           reader, the first to go once read; a streamed file only
- *           displaces another streamed file, or a file no list reads).
- *           Without a future it is "heat".
+ *           lists), Belady over chunks.  The next use of a chunk is the
+ *           number of bytes the readers read before it: its file's next
+ *           use (bytes before the file in the known future, the soonest
+ *           over the lists) plus its offset in the file.  The victim is
+ *           the chunk needed furthest in the future: a file gives up its
+ *           last cached chunk first (chunks are read in file order, so
+ *           a file's tail is its furthest chunk; cached chunks are taken
+ *           to be a prefix of the file, which prefetch in file order and
+ *           eviction from the tail keep true).  Files with no known use
+ *           go first, whole, the coldest first.  A newcomer chunk (at
+ *           offset in->cached of its file) is admitted only if it is
+ *           needed sooner than every victim it needs; with neither
+ *           known, a prefetch may take the room and a demand read
+ *           follows the heat rule.  "Needed" for a prefetch
+ *           (ADMIT_PREFETCH) is the use after the coming read (the next
+ *           epoch's): a demand-only Belady (MIN) would keep the chunk
+ *           after that read only then, and evicting a chunk used before
+ *           it to fetch one that goes again right after its read costs
+ *           one more fetch of the victim.  So prefetching moves MIN's
+ *           fetches earlier and never adds any; a chunk MIN would not
+ *           keep is read on demand (or staged in memory, not on disk).  So a shard larger than the
+ *           free space streams through the cache chunk by chunk without
+ *           displacing anything needed sooner.  Without a future it is
+ *           "heat".
  * Pinned files and files in use are never offered as victims.
  *
  * Units: bytes as the cache counts them (4 KiB blocks).  Invariant kept
@@ -61,17 +74,20 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	bool pinned;
 	bool in_use;		/* open or busy: not evictable */
 	bool prefetched;	/* cached ahead of use, not opened since */
-	bool stream;		/* staged for one use (lists), not kept */
-	bool marked;		/* chosen as a victim in this admission */
+	uint64_t taking;	/* bytes chosen to go in this admission */
 };
 
 enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
 
-/* the outcome of policy_admit(): evict these, then reserve */
+/*
+ * The outcome of policy_admit(): drop take[i] bytes of victims[i] (all
+ * its bytes: the file goes; fewer: its last chunks go, at least take[i]
+ * bytes of them), then reserve.  A node may appear more than once.
+ */
 struct admission {
-	bool stream;		/* cache the newcomer as streamed */
 	bool partial;		/* more victims needed: evict, ask again */
 	struct policy_node *victims[POLICY_MAX_VICTIMS];
+	uint64_t take[POLICY_MAX_VICTIMS];
 };
 
 struct policy;
@@ -91,11 +107,13 @@ struct policy_ops {
 };
 
 /*
- * The future: distance (in files) to @fid's next known use, or
- * NEXT_USE_NONE.  Called under the cache lock (lock order: cache, then
+ * The future: distance in bytes (read by the readers before it) to the
+ * start of @fid's next known use, or NEXT_USE_NONE; in *@after (if not
+ * NULL) the use after that one, or NEXT_USE_NONE.  Called under the cache lock (lock order: cache, then
  * whatever the callback takes, e.g. the lists lock).
  */
-typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid);
+typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid,
+				       uint64_t *after);
 
 struct policy {
 	const struct policy_ops *ops;
@@ -104,15 +122,16 @@ struct policy {
 	double half_life_s;
 	uint64_t limit;			/* bytes the cache may hold */
 	uint64_t used, reserved;	/* on disk; promised to writers */
-	uint64_t used_stream;		/* of used: streamed files */
-	uint64_t window;		/* room kept for streamed files */
+	uint64_t chunk;			/* bytes of a chunk on disk: the
+					 * unit of chunk eviction */
 	policy_next_use_fn next_use;	/* NULL: nothing known */
 	void *next_use_arg;
 };
 
-/* policy_init() - @name "lru", "heat" or "auto"; -EINVAL if unknown */
+/* policy_init() - @name "lru", "heat" or "auto"; chunks of @chunk bytes
+ * on disk (4 KiB blocks); -EINVAL if the name is unknown */
 int policy_init(struct policy *p, const char *name, double half_life_s,
-		uint64_t limit, uint64_t window);
+		uint64_t limit, uint64_t chunk);
 void policy_release(struct policy *p);
 /* policy_node() - the node of @fid, created (not an entry) if new;
  * NULL on ENOMEM.  Nodes live until policy_release(). */
@@ -128,17 +147,13 @@ void policy_del(struct policy *p, struct policy_node *n);
 void policy_touch(struct policy *p, struct policy_node *n, int64_t now);
 /* policy_set_future() - where next uses come from (NULL: unknown) */
 void policy_set_future(struct policy *p, policy_next_use_fn fn, void *arg);
-/* policy_grow_window() - room for streamed files: at least @bytes, at
- * most a quarter of the limit */
-void policy_grow_window(struct policy *p, uint64_t bytes);
 
 /* policy_admit() - see policy_ops.admit */
 int policy_admit(const struct policy *p, const struct policy_node *in,
 		 uint64_t bytes, enum admit_kind kind, struct admission *out,
 		 int64_t now);
-/* policy_reserve() - @bytes admitted for @in (stream: as decided) */
-void policy_reserve(struct policy *p, struct policy_node *in,
-		    uint64_t bytes, bool stream);
+/* policy_reserve() - @bytes admitted (after the victims were dropped) */
+void policy_reserve(struct policy *p, uint64_t bytes);
 /* policy_settle() - a reservation of @bytes ended: stored for @in, or not */
 void policy_settle(struct policy *p, struct policy_node *in,
 		   uint64_t bytes, bool stored);

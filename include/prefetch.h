@@ -2,15 +2,19 @@
 /*
  * prefetch.h - fetch what the published lists say readers open next.
  *
- * One thread walks lists_window() in order and starts chunk fetches of
- * files not yet cached through fetch_prefetch() (low priority: demand
- * misses always go first, at most half of max_inflight prefetches).  The
- * cache's policy decides whether each prefetched chunk may stay: with the
- * "auto" policy (Belady) a file is admitted only if it is needed sooner
- * than whatever it would evict, so the window stops growing when the
- * cache holds nothing read later than the next file; the thread then
- * waits until the reader advances.  It also reports each list's lead
- * (files and bytes ready ahead of the reader).
+ * One thread walks the lists' windows in order and starts chunk fetches
+ * of files not yet cached through fetch_prefetch() (low priority: demand
+ * misses always go first, at most half of max_inflight prefetches).
+ * Each missing chunk is first offered to the cache's policy
+ * (cache_admits(), chunks in flight counted as taken): with the "auto"
+ * policy (Belady over chunks, policy.h) a chunk is fetched only if the
+ * policy would keep it, and the walk ends at the first one it would not;
+ * the thread then waits until the reader advances.  A round starts at
+ * each list's ready mark (lists_window_ahead(): the files before it were
+ * on disk) and looks at a bounded number of files; every 16th round
+ * walks the whole window from the readers again and resets the marks
+ * (lists_set_ready()).  The marks give each list's lead (files and bytes
+ * ready ahead of the reader).
  */
 #ifndef FUSEFS_PREFETCH_H
 #define FUSEFS_PREFETCH_H
@@ -31,9 +35,8 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 void prefetch_stop(struct prefetcher *p);
 /* prefetch_destroy() - after fetch_destroy() (or before fetch_create()) */
 void prefetch_destroy(struct prefetcher *p);
-/* prefetch_published() - a list was published; its largest file has
- * @max_size bytes (the streaming window is sized for it) */
-void prefetch_published(struct prefetcher *p, uint64_t max_size);
+/* prefetch_published() - a list was published */
+void prefetch_published(struct prefetcher *p);
 /* prefetch_kick() - something changed (a list, a reader's position) */
 void prefetch_kick(struct prefetcher *p);
 

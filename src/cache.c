@@ -267,6 +267,70 @@ static void evict_locked(struct cache *c, struct centry *v, struct later *l)
 	bury_locked(c, v, l);
 }
 
+/* ---- chunk eviction: a victim may lose only its last chunks ---- */
+
+/*
+ * Drop the last cached chunks of idle entry @ce until @bytes are freed:
+ * hole punched, CH_ABSENT, out of the index.  The one file-system call
+ * under the cache lock (an open of a closed data file and a fallocate):
+ * a punch after unlocking could hit the same chunk fetched again
+ * meanwhile.  If a punch fails, the whole file goes.
+ */
+static void drop_tail_locked(struct cache *c, struct centry *ce,
+			     uint64_t bytes, struct later *l)
+{
+	char path[PATH_MAX];
+	uint64_t freed = 0;
+	int fd = ce->fd;
+	uint32_t n;
+
+	if (fd < 0) {
+		cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	}
+	for (n = ce->nchunks; fd >= 0 && n-- > 0 && freed < bytes;) {
+		uint64_t len;
+
+		if (ce->state[n] != CH_PRESENT && ce->state[n] != CH_UNVERIFIED)
+			continue;
+		len = blocks(cache_chunk_len(c, ce, n));
+		meta_q_drop_chunk(c->meta, ce->fid, n);
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)n * c->chunk_size, (off_t)len)) {
+			log_warn("cannot drop chunk %u of '%s': %s", n,
+				 str_log(ce->key), strerror(errno));
+			ce->state[n] = CH_ABSENT;
+			break;
+		}
+		ce->state[n] = CH_ABSENT;
+		ce->used -= len;
+		freed += len;
+		policy_charge(&c->pol, ce->pn, -(int64_t)len);
+	}
+	if (fd >= 0 && fd != ce->fd)
+		close(fd);
+	if (ce->pn->prefetched)
+		stat_add(c->st, prefetch_wasted_bytes, freed);
+	stat_add(c->st, evicted_bytes, freed);
+	log_dbg("evict %" PRIu64 " bytes of %s", freed, str_log(ce->key));
+	if (freed < bytes || !ce->used)
+		evict_locked(c, ce, l);
+}
+
+/* drop @take bytes of victim @v (NULL: gone already): all or its tail */
+static void drop_victim_locked(struct cache *c, struct centry *v,
+			       uint64_t take, struct later *l)
+{
+	if (!v)
+		return;
+	if (take >= v->used)
+		evict_locked(c, v, l);
+	else
+		drop_tail_locked(c, v, take, l);
+}
+
+/* ---- end of chunk eviction ---- */
+
 /*
  * Make room for @need bytes for @ce (NULL: just get under the limit):
  * evict the victims the policy names, then reserve.  -ENOSPC if the
@@ -285,9 +349,11 @@ static int make_room_locked(struct cache *c, struct centry *ce,
 		if (rc < 0)
 			return rc;
 		for (i = 0; i < rc; i++)
-			evict_locked(c, htab_get(&c->tab, adm.victims[i]->fid), l);
+			drop_victim_locked(c, htab_get(&c->tab,
+						       adm.victims[i]->fid),
+					   adm.take[i], l);
 	} while (adm.partial);
-	policy_reserve(&c->pol, in, need, adm.stream);
+	policy_reserve(&c->pol, need);
 	return 0;
 }
 
@@ -696,13 +762,6 @@ bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
 			  now_s()) >= 0;
 	pthread_mutex_unlock(&c->lock);
 	return ok;
-}
-
-void cache_stream_hint(struct cache *c, uint64_t bytes)
-{
-	pthread_mutex_lock(&c->lock);
-	policy_grow_window(&c->pol, bytes);
-	pthread_mutex_unlock(&c->lock);
 }
 
 uint64_t cache_free(struct cache *c)
@@ -1222,8 +1281,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	pthread_cond_init(&c->cond, NULL);
 	htab_init(&c->tab, ce_key);
 	rc = policy_init(&c->pol, cf->evict, cf->heat_half_life_s,
-			 cf->cache_size,
-			 MAX(2ULL * cf->chunk_size, cf->cache_size / 32));
+			 cf->cache_size, blocks(cf->chunk_size));
 	if (rc) {
 		fprintf(stderr, "fusefs: unknown eviction policy '%s'\n", cf->evict);
 		goto out_free;

@@ -722,7 +722,7 @@ static int commit_list(struct ctl *c, const char *name,
 			 rep.epoch != LIST_NO_EPOCH ? rep.epoch : rep.current,
 			 list_outcome_name(rep.outcome), rep.accepted,
 			 rep.lines);
-		prefetch_published(c->d.pf, rep.max_size);
+		prefetch_published(c->d.pf);
 	} else if (rc == -EPERM || rc == -EDQUOT ||
 		   (rc == -ENOSPC && rep.outcome == LO_NONE && !rep.lines)) {
 		/* refused before parsing: logged above */

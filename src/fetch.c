@@ -771,9 +771,10 @@ static void complete(struct fetcher *f, struct inflight *in)
 	htab_del(&f->tab, in->key);
 	if (rc) {
 		cache_abandon(f->c, in->ce, in->id.n);
-		/* read ahead for an open file but not kept: keep it for its
+		/* read ahead for an open file, or prefetched (the policy
+		 * changed its mind meanwhile), but not kept: keep it for its
 		 * reader, so it is not fetched twice */
-		if (cache_is_open(f->c, in->ce))
+		if (in->prefetch || cache_is_open(f->c, in->ce))
 			memchunks_put(&f->mem, ci.fid, ci.gen, in->id.n, in->cb);
 	}
 	pthread_mutex_unlock(&f->lock);

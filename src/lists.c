@@ -15,6 +15,7 @@
 struct ent {
 	uint64_t fid;
 	uint64_t size;
+	uint64_t off;		/* bytes of the files before it in the list */
 	uint32_t idx;
 };
 
@@ -24,6 +25,7 @@ struct epoch {
 	struct htab by_fid;	/* fid -> ent */
 	uint64_t bytes;
 	int64_t no;		/* epoch number */
+	uint64_t serial;	/* unique per parsed list (ready marks) */
 	uint64_t *read;		/* bit per ent: opened this epoch */
 	uint32_t low;		/* first ent neither read nor skipped */
 	uint32_t high;		/* one past the furthest ent opened */
@@ -43,7 +45,9 @@ struct rlist {
 	uint32_t nstrag;	/* sorted (see take_straggler()) */
 	uint64_t epochs;	/* completed (advanced past) */
 	double last_ratio;	/* hit ratio of the previous epoch, -1 none */
-	uint64_t lead_files, lead_bytes;
+	uint64_t mark_serial;	/* ready mark: every unread file from low */
+	uint32_t mark_i;	/* up to ent mark_i of the epoch with this
+				 * serial was on disk when last looked at */
 	uint64_t active_ms;	/* last open, publish or begin */
 	struct list_report last_report;
 };
@@ -350,6 +354,7 @@ static int epoch_grow(struct epoch *e, size_t *cap)
 static int parse(const char *text, size_t len, list_resolve_fn resolve,
 		 void *arg, struct list_report *rep, struct epoch **out)
 {
+	static uint64_t serials;
 	struct epoch *e = calloc(1, sizeof(*e));
 	size_t at = 0, cap = 0;
 	bool in_header = true;
@@ -357,6 +362,7 @@ static int parse(const char *text, size_t len, list_resolve_fn resolve,
 	*out = NULL;
 	if (!e)
 		return -ENOMEM;
+	e->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	htab_init(&e->by_fid, ent_key);
 	while (at < len) {
 		const char *line = text + at, *nl = memchr(line, '\n', len - at);
@@ -405,7 +411,8 @@ static int parse(const char *text, size_t len, list_resolve_fn resolve,
 		if (e->n == UINT32_MAX - 1 ||
 		    (e->n == cap && epoch_grow(e, &cap)))
 			goto out_free;
-		e->ents[e->n] = (struct ent){ .fid = fid, .size = size, .idx = e->n };
+		e->ents[e->n] = (struct ent){ .fid = fid, .size = size,
+					      .off = e->bytes, .idx = e->n };
 		if (htab_put(&e->by_fid, &e->ents[e->n]))
 			goto out_free;
 		e->n++;
@@ -524,7 +531,6 @@ static void retire(struct rlist *r)
 	epoch_free(r->cur);
 	r->cur = NULL;
 	r->epochs++;
-	r->lead_files = r->lead_bytes = 0;
 }
 
 static struct epoch *pop_queued(struct rlist *r)
@@ -880,41 +886,79 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready)
 	pthread_mutex_unlock(&l->lock);
 }
 
-uint64_t lists_next_use(void *arg, uint64_t fid)
+/* bytes of @e from ent @i on (@i <= n) */
+static uint64_t bytes_from(const struct epoch *e, uint32_t i)
 {
-	struct lists *l = arg;
-	uint64_t best = UINT64_MAX, now;
+	return i < e->n ? e->bytes - e->ents[i].off : 0;
+}
+
+/* keep the two smallest of *@a <= *@b and @v */
+static void two_min(uint64_t *a, uint64_t *b, uint64_t v)
+{
+	if (v < *a) {
+		*b = *a;
+		*a = v;
+	} else if (v < *b) {
+		*b = v;
+	}
+}
+
+/*
+ * The soonest use of @fid over the active lists, and in *@after the use
+ * after it (the soonest two over every list's uses in its current and
+ * queued epochs), counted in files or (@bytes) in bytes read before it.
+ */
+static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
+			 uint64_t *after)
+{
+	uint64_t best = UINT64_MAX, second = UINT64_MAX, now;
 	unsigned i, k;
 
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);
 	for (i = 0; i < l->n; i++) {
 		struct rlist *r = l->l[i];
+		const struct epoch *e = r->cur;
 		struct ent *x;
 		uint64_t base = 0;
+		unsigned found = 0;
 
 		if (is_idle(l, r, now))
 			continue;
-		if (r->cur) {
-			x = htab_get(&r->cur->by_fid, fid);
-			if (x && unread_ahead(r->cur, x)) {
-				best = MIN(best,
-					   (uint64_t)(x->idx - r->cur->low));
-				continue;
+		if (e) {
+			x = htab_get(&e->by_fid, fid);
+			if (x && unread_ahead(e, x)) {
+				two_min(&best, &second, bytes ?
+					x->off - e->ents[e->low].off :
+					(uint64_t)(x->idx - e->low));
+				found++;
 			}
-			base = remaining(r->cur);
+			base = bytes ? bytes_from(e, e->low) : remaining(e);
 		}
-		for (k = 0; k < r->nq; k++) {
+		for (k = 0; k < r->nq && found < 2; k++) {
 			x = htab_get(&r->q[k]->by_fid, fid);
 			if (x) {
-				best = MIN(best, base + x->idx);
-				break;
+				two_min(&best, &second,
+					base + (bytes ? x->off : x->idx));
+				found++;
 			}
-			base += r->q[k]->n;
+			base += bytes ? r->q[k]->bytes : r->q[k]->n;
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
+	if (after)
+		*after = second;
 	return best;
+}
+
+uint64_t lists_next_use(void *arg, uint64_t fid)
+{
+	return next_use(arg, fid, false, NULL);
+}
+
+uint64_t lists_next_use_bytes(void *arg, uint64_t fid, uint64_t *after)
+{
+	return next_use(arg, fid, true, after);
 }
 
 /* ---- walking ahead of a reader ---- */
@@ -954,7 +998,60 @@ static const struct ent *cursor_next(struct cursor *c)
 	}
 }
 
-size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max)
+/* @c at @r's ready mark, if it is still in @r's epochs (else at low) */
+static bool cursor_at_mark(struct cursor *c, const struct rlist *r)
+{
+	unsigned k;
+
+	cursor_init(c, r);
+	if (!r->mark_serial)
+		return false;
+	if (r->cur && r->cur->serial == r->mark_serial) {
+		if (r->mark_i < r->cur->low || r->mark_i > r->cur->n)
+			return false;
+		c->i = r->mark_i;
+		return true;
+	}
+	for (k = 0; k < r->nq; k++)
+		if (r->q[k]->serial == r->mark_serial &&
+		    r->mark_i <= r->q[k]->n) {
+			c->ep = (int)k;
+			c->i = r->mark_i;
+			return true;
+		}
+	return false;
+}
+
+/* @c's position becomes @r's ready mark */
+static void set_mark(struct rlist *r, const struct cursor *c)
+{
+	const struct epoch *e = c->ep < 0 ? r->cur :
+		(unsigned)c->ep < r->nq ? r->q[c->ep] : NULL;
+
+	r->mark_serial = e ? e->serial : 0;
+	r->mark_i = c->i;
+}
+
+/* the lead: files and bytes from @r's low to its ready mark */
+static void lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
+{
+	struct cursor c, m;
+	const struct ent *x;
+
+	*files = *bytes = 0;
+	if (!cursor_at_mark(&m, r))
+		return;
+	cursor_init(&c, r);
+	/* x is at (c.ep, c.i - 1) once returned */
+	while ((x = cursor_next(&c)) &&
+	       (c.ep < m.ep || (c.ep == m.ep && c.i <= m.i))) {
+		(*files)++;
+		*bytes += x->size;
+	}
+}
+
+static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
+		     size_t max)
 {
 	struct cursor cur[LISTS_MAX];
 	unsigned i, n = 0;
@@ -967,7 +1064,10 @@ size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max)
 	for (i = 0; i < l->n; i++) {
 		if (is_idle(l, l->l[i], now))
 			continue;
-		cursor_init(&cur[n], l->l[i]);
+		if (ahead)
+			cursor_at_mark(&cur[n], l->l[i]);
+		else
+			cursor_init(&cur[n], l->l[i]);
 		for (k = 0; k < skip && cursor_next(&cur[n]); k++)
 			;
 		if (k == skip)
@@ -993,8 +1093,20 @@ size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max)
 	return out;
 }
 
-void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
-		     size_t n)
+size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max)
+{
+	return window(l, skip, false, fids, max);
+}
+
+size_t lists_window_ahead(struct lists *l, uint64_t *fids, size_t max)
+{
+	return window(l, 0, true, fids, max);
+}
+
+/* move each list's ready mark over the run of @ready files after it
+ * (from low with @from_low) */
+static void mark_ready(struct lists *l, const uint64_t *fids, const bool *ready,
+		       size_t n, bool from_low)
 {
 	uint64_t *set = malloc((n ? n : 1) * sizeof(*set));
 	size_t i, ns = 0;
@@ -1009,20 +1121,35 @@ void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
 	for (i = 0; i < l->n; i++) {
 		struct rlist *r = l->l[i];
 		const struct ent *x;
-		struct cursor c;
-		uint64_t files = 0, bytes = 0;
+		struct cursor c, at;
+		uint64_t files = 0;
 
-		cursor_init(&c, r);
+		if (from_low)
+			cursor_init(&c, r);
+		else
+			cursor_at_mark(&c, r);
+		at = c;
 		while (files < ns && (x = cursor_next(&c)) &&
 		       bsearch(&x->fid, set, ns, sizeof(*set), cmp_u64)) {
 			files++;
-			bytes += x->size;
+			at = c;
 		}
-		r->lead_files = files;
-		r->lead_bytes = bytes;
+		set_mark(r, &at);
 	}
 	pthread_mutex_unlock(&l->lock);
 	free(set);
+}
+
+void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
+		     size_t n)
+{
+	mark_ready(l, fids, ready, n, true);
+}
+
+void lists_extend_ready(struct lists *l, const uint64_t *fids,
+			const bool *ready, size_t n)
+{
+	mark_ready(l, fids, ready, n, false);
 }
 
 /* ---- texts ---- */
@@ -1071,6 +1198,7 @@ static int64_t list_value(const struct lists *l, const struct rlist *r,
 			  int k, uint64_t now)
 {
 	const struct epoch *e = r->cur;
+	uint64_t files, bytes;
 
 	switch (k) {
 	case K_POS:
@@ -1082,9 +1210,11 @@ static int64_t list_value(const struct lists *l, const struct rlist *r,
 	case K_EPOCHS:
 		return r->epochs;
 	case K_LEADF:
-		return r->lead_files;
+		lead(r, &files, &bytes);
+		return files;
 	case K_LEADB:
-		return r->lead_bytes;
+		lead(r, &files, &bytes);
+		return bytes;
 	case K_HIT:
 		return e && e->opened ? (int64_t)(e->ready * 1000 / e->opened) : 0;
 	case K_LAST:
@@ -1160,7 +1290,7 @@ void lists_print_one(struct lists *l, const char *name, FILE *f)
 {
 	const struct epoch *e;
 	struct rlist *r;
-	uint64_t now;
+	uint64_t now, files, bytes;
 
 	pthread_mutex_lock(&l->lock);
 	r = find(l, name);
@@ -1171,12 +1301,12 @@ void lists_print_one(struct lists *l, const char *name, FILE *f)
 	}
 	now = l->now_ms(l->clock_arg);
 	e = r->cur;
+	lead(r, &files, &bytes);
 	fprintf(f, "list %s\nposition %u\nfiles %u\nnext_epoch_files %u\n"
 		"epochs_done %" PRIu64 "\nlead_files %" PRIu64
 		"\nlead_bytes %" PRIu64 "\nhit_ratio %.3f\nlast_hit_ratio %.3f\n",
 		r->name, e ? e->high : 0, e ? e->n : 0,
-		r->nq ? r->q[0]->n : 0, r->epochs, r->lead_files,
-		r->lead_bytes, e && e->opened ?
+		r->nq ? r->q[0]->n : 0, r->epochs, files, bytes, e && e->opened ?
 		(double)e->ready / e->opened : 0.0, r->last_ratio);
 	fprintf(f, "state %s\nepoch %" PRId64 "\nlow %u\nread %" PRIu64
 		"\nremaining %" PRIu64 "\nnext_epoch %" PRId64 "\nqueued %u\n"

@@ -8,14 +8,6 @@
 #include "compiler.h"
 #include "policy.h"
 
-/* which entries a victim may be chosen from (beyond the basic rules) */
-enum elig {
-	ELIG_ALL,
-	ELIG_STREAM,		/* streamed files only */
-	ELIG_PREFETCH,		/* streamed files, and files no list reads */
-	ELIG_KEPT,		/* kept files only */
-};
-
 static uint64_t node_key(const void *item)
 {
 	return ((const struct policy_node *)item)->fid;
@@ -113,12 +105,6 @@ void policy_set_future(struct policy *p, policy_next_use_fn fn, void *arg)
 	p->next_use_arg = arg;
 }
 
-void policy_grow_window(struct policy *p, uint64_t bytes)
-{
-	bytes = MIN(bytes, p->limit / 4);
-	p->window = MAX(p->window, (bytes + 4095) & ~4095ULL);
-}
-
 uint64_t policy_free(const struct policy *p)
 {
 	uint64_t taken = p->used + p->reserved;
@@ -132,21 +118,11 @@ void policy_charge(struct policy *p, struct policy_node *n, int64_t delta)
 	if (!n)
 		return;
 	n->cached += delta;
-	if (n->stream)
-		p->used_stream += delta;
-	if (!n->cached)
-		n->stream = false;
 }
 
-void policy_reserve(struct policy *p, struct policy_node *in,
-		    uint64_t bytes, bool stream)
+void policy_reserve(struct policy *p, uint64_t bytes)
 {
 	p->reserved += bytes;
-	if (in && stream && !in->stream) {
-		/* staged: its bytes count as streamed from now on */
-		in->stream = true;
-		p->used_stream += in->cached;
-	}
 }
 
 void policy_settle(struct policy *p, struct policy_node *in,
@@ -159,45 +135,49 @@ void policy_settle(struct policy *p, struct policy_node *in,
 
 /* ---- victim choice ---- */
 
-static bool eligible(const struct policy *p, const struct policy_node *n,
-		     const struct policy_node *in, enum elig e)
+/* may @n give up bytes now (beyond those already chosen) */
+static bool eligible(const struct policy_node *n, const struct policy_node *in)
 {
-	if (n == in || n->pinned || n->in_use || n->marked || !n->cached)
-		return false;
-	switch (e) {
-	case ELIG_STREAM:
-		return n->stream;
-	case ELIG_PREFETCH:
-		return n->stream ||
-		       p->next_use(p->next_use_arg, n->fid) == NEXT_USE_NONE;
-	case ELIG_KEPT:
-		return !n->stream;
-	default:
-		return true;
-	}
+	return n != in && !n->pinned && !n->in_use && n->cached > n->taking;
 }
 
+/*
+ * pick_fn - the next victim for @in (NULL: nobody), and in *@take how many
+ * of its bytes go; NULL if nothing may go, or nothing is worth less than
+ * @in.
+ */
 typedef struct policy_node *(*pick_fn)(const struct policy *p,
 				       const struct policy_node *in,
-				       enum elig e, int64_t now);
+				       enum admit_kind kind, uint64_t *take,
+				       int64_t now);
 
 static struct policy_node *lru_pick(const struct policy *p,
 				    const struct policy_node *in,
-				    enum elig e, int64_t now)
+				    enum admit_kind kind, uint64_t *take,
+				    int64_t now)
 {
 	struct policy_node *n;
 
 	(void)now;
 	for (n = p->head.next; n != &p->head; n = n->next)
-		if (eligible(p, n, in, e))
+		if (eligible(n, in)) {
+			*take = n->cached - n->taking;
 			return n;
+		}
 	return NULL;
+}
+
+/* does @in's history (its heat before this access) beat @heat clearly */
+static bool hotter(const struct policy_node *in, double heat)
+{
+	return in->prior >= heat * HEAT_MARGIN || in->prior > heat + 0.5;
 }
 
 /* the coldest eligible entry, if @in is clearly hotter than it */
 static struct policy_node *heat_pick(const struct policy *p,
 				     const struct policy_node *in,
-				     enum elig e, int64_t now)
+				     enum admit_kind kind, uint64_t *take,
+				     int64_t now)
 {
 	struct policy_node *n, *best = NULL;
 	double best_heat = 0;
@@ -205,7 +185,7 @@ static struct policy_node *heat_pick(const struct policy *p,
 	for (n = p->head.next; n != &p->head; n = n->next) {
 		double h;
 
-		if (!eligible(p, n, in, e))
+		if (!eligible(n, in))
 			continue;
 		h = policy_heat(p, n, now);
 		if (!best || h < best_heat) {
@@ -213,57 +193,87 @@ static struct policy_node *heat_pick(const struct policy *p,
 			best_heat = h;
 		}
 	}
-	/* judge the newcomer by its history, not by the access now */
-	if (best && in && in->prior < best_heat * HEAT_MARGIN &&
-	    in->prior <= best_heat + 0.5)
+	if (!best || (in && !hotter(in, best_heat)))
 		return NULL;
+	*take = best->cached - best->taking;
 	return best;
 }
 
-/* Belady over the known future; heat among files with no known use */
+/* where the last cached chunk of @n (less what is chosen) is next used */
+static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
+			 uint64_t use)
+{
+	uint64_t have = n->cached - n->taking;
+
+	if (use == NEXT_USE_NONE)
+		return use;
+	return use + (have > p->chunk ? have - p->chunk : 0);
+}
+
+/*
+ * Belady over chunks: the chunk used furthest in the future goes first
+ * (a file's last cached chunk; files with no known use, whole, coldest
+ * first), and only if @in's next chunk is needed sooner.
+ */
 static struct policy_node *auto_pick(const struct policy *p,
 				     const struct policy_node *in,
-				     enum elig e, int64_t now)
+				     enum admit_kind kind, uint64_t *take,
+				     int64_t now)
 {
 	struct policy_node *n, *best = NULL;
-	uint64_t in_use, best_use = 0;
+	uint64_t in_use = NEXT_USE_NONE, best_use = 0;
 	double best_heat = 0;
 
 	if (!p->next_use)
-		return heat_pick(p, in, e, now);
-	in_use = in ? p->next_use(p->next_use_arg, in->fid) : 0;
+		return heat_pick(p, in, kind, take, now);
+	if (in) {
+		uint64_t after;
+
+		in_use = p->next_use(p->next_use_arg, in->fid, &after);
+		if (kind == ADMIT_PREFETCH)
+			in_use = after;		/* kept past the coming read? */
+		if (in_use != NEXT_USE_NONE)
+			in_use += in->cached;	/* its next chunk */
+	}
 	for (n = p->head.next; n != &p->head; n = n->next) {
 		uint64_t use;
 		double h;
 
-		if (!eligible(p, n, in, e))
+		if (!eligible(n, in))
 			continue;
-		use = p->next_use(p->next_use_arg, n->fid);
+		use = tail_use(p, n, p->next_use(p->next_use_arg, n->fid, NULL));
 		h = policy_heat(p, n, now);
-		/* furthest next use first; unknown use counts as furthest */
 		if (!best || use > best_use || (use == best_use && h < best_heat)) {
 			best = n;
 			best_use = use;
 			best_heat = h;
 		}
 	}
-	if (!best || !in)
-		return best;
-	if (in_use == NEXT_USE_NONE && best_use == NEXT_USE_NONE)
-		return heat_pick(p, in, e, now);
-	/* Belady: never give up something needed sooner than the newcomer */
-	return in_use < best_use ? best : NULL;
+	if (!best)
+		return NULL;
+	if (in && in_use == NEXT_USE_NONE && best_use == NEXT_USE_NONE) {
+		/* a prefetch streams through what no list reads again; a
+		 * demand read needs the heat rule (a scan keeps out) */
+		if (kind == ADMIT_DEMAND && !hotter(in, best_heat))
+			return NULL;
+	} else if (in && in_use >= best_use) {
+		/* never give up what is needed sooner than the newcomer */
+		return NULL;
+	}
+	*take = best->cached - best->taking;
+	if (best_use != NEXT_USE_NONE)
+		*take = MIN(*take, p->chunk);
+	return best;
 }
 
 /*
- * Choose victims until @bytes more fit under @bound (and the limit).
- * With @relax, the bound becomes the limit after the first victim: the
- * newcomer only needed room in the window.  Victims are marked while
- * choosing and unmarked before returning, so nothing changes.
+ * Choose victims until @bytes more fit under the limit.  Victims are
+ * marked (taking) while choosing and unmarked before returning, so
+ * nothing changes.
  */
 static int choose(const struct policy *p, const struct policy_node *in,
-		  uint64_t bytes, uint64_t bound, enum elig e, bool relax,
-		  pick_fn pick, struct admission *out, int64_t now)
+		  uint64_t bytes, enum admit_kind kind, pick_fn pick,
+		  struct admission *out, int64_t now)
 {
 	uint64_t taken = p->used + p->reserved + bytes, freed = 0;
 	int n = 0, i, rc = 0;
@@ -271,26 +281,30 @@ static int choose(const struct policy *p, const struct policy_node *in,
 	out->partial = false;
 	if (bytes > p->limit)
 		return -ENOSPC;
-	while (taken - freed > bound || taken - freed > p->limit) {
+	while (taken - freed > p->limit && taken > freed) {
 		struct policy_node *v;
+		uint64_t take = 0;
 
 		if (n == POLICY_MAX_VICTIMS) {
 			out->partial = true;
 			break;
 		}
-		v = pick(p, in, e, now);
-		if (!v) {
+		v = pick(p, in, kind, &take, now);
+		if (!v || !take) {
 			rc = -ENOSPC;
 			break;
 		}
-		v->marked = true;
-		out->victims[n++] = v;
-		freed += v->cached;
-		if (relax)
-			bound = p->limit;
+		v->taking += take;
+		if (n && out->victims[n - 1] == v) {
+			out->take[n - 1] += take;
+		} else {
+			out->victims[n] = v;
+			out->take[n++] = take;
+		}
+		freed += take;
 	}
 	for (i = 0; i < n; i++)
-		out->victims[i]->marked = false;
+		out->victims[i]->taking = 0;
 	return rc ? rc : n;
 }
 
@@ -298,46 +312,21 @@ static int lru_admit(const struct policy *p, const struct policy_node *in,
 		     uint64_t bytes, enum admit_kind kind,
 		     struct admission *out, int64_t now)
 {
-	(void)kind;
-	out->stream = false;
-	return choose(p, in, bytes, p->limit, ELIG_ALL, false, lru_pick, out,
-		      now);
+	return choose(p, in, bytes, kind, lru_pick, out, now);
 }
 
 static int heat_admit(const struct policy *p, const struct policy_node *in,
 		      uint64_t bytes, enum admit_kind kind,
 		      struct admission *out, int64_t now)
 {
-	(void)kind;
-	out->stream = false;
-	return choose(p, in, bytes, p->limit, ELIG_ALL, false, heat_pick,
-		      out, now);
+	return choose(p, in, bytes, kind, heat_pick, out, now);
 }
 
-/* the kept/streamed split when the future is known */
 static int auto_admit(const struct policy *p, const struct policy_node *in,
 		      uint64_t bytes, enum admit_kind kind,
 		      struct admission *out, int64_t now)
 {
-	uint64_t bound = p->limit, kept = p->used - p->used_stream;
-	enum elig e = ELIG_ALL;
-
-	if (!p->next_use || !in)
-		return heat_admit(p, in, bytes, kind, out, now);
-	out->stream = in->stream;
-	if (!in->stream && kept + p->reserved + bytes <= p->limit - p->window) {
-		bound = p->limit - p->window;	/* room to keep it */
-		if (p->used + p->reserved + bytes > p->limit)
-			e = ELIG_STREAM;
-	} else if (kind == ADMIT_PREFETCH && (in->stream || !in->cached)) {
-		out->stream = true;		/* stage it */
-		e = ELIG_PREFETCH;
-	} else {
-		e = ELIG_KEPT;			/* Belady swap */
-	}
-	return choose(p, in, bytes, bound, e,
-		      e == ELIG_STREAM || e == ELIG_PREFETCH, auto_pick, out,
-		      now);
+	return choose(p, in, bytes, kind, auto_pick, out, now);
 }
 
 int policy_admit(const struct policy *p, const struct policy_node *in,
@@ -354,7 +343,7 @@ static const struct policy_ops ops[] = {
 };
 
 int policy_init(struct policy *p, const char *name, double half_life_s,
-		uint64_t limit, uint64_t window)
+		uint64_t limit, uint64_t chunk)
 {
 	size_t i;
 
@@ -367,7 +356,7 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 	p->head.prev = p->head.next = &p->head;
 	p->half_life_s = half_life_s;
 	p->limit = limit;
-	p->window = window;
+	p->chunk = MAX(chunk, 4096ULL);
 	htab_init(&p->nodes, node_key);
 	return 0;
 }

@@ -12,6 +12,16 @@
 
 #define WINDOW_FILES	4096	/* files looked at per round */
 #define IDLE_MS		200
+/*
+ * A round starts at each list's ready mark (lists_window_ahead(): the
+ * files before it were found on disk) and looks at AHEAD_FILES files at
+ * most; so a round after an open costs the files past the mark, not a
+ * name-space and cache lookup per file of the whole window.  Every
+ * RECHECK_ROUNDS-th round walks the whole window from the readers (a
+ * file evicted behind a mark is fetched again).
+ */
+#define AHEAD_FILES	256
+#define RECHECK_ROUNDS	16
 
 struct prefetcher {
 	struct lists *lists;
@@ -24,6 +34,7 @@ struct prefetcher {
 	bool full;		/* a prefetched chunk was not admitted */
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
+	unsigned rounds;	/* every RECHECK_ROUNDS-th looks at all */
 };
 
 static void on_done(void *arg, bool stored)
@@ -49,12 +60,8 @@ void prefetch_kick(struct prefetcher *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void prefetch_published(struct prefetcher *p, uint64_t max_size)
+void prefetch_published(struct prefetcher *p)
 {
-	if (!p)
-		return;
-	/* the streaming window holds a couple of the largest listed files */
-	cache_stream_hint(p->c, 2 * max_size);
 	prefetch_kick(p);
 }
 
@@ -80,24 +87,64 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 	return ce;
 }
 
+/*
+ * Start fetches of @ce's missing chunks, in file order, while the policy
+ * would keep them: into free space, or in place of chunks needed later
+ * than their use after the coming read (chunk-level Belady, policy.h).
+ * Chunks in flight count as taken, so up to fetch's prefetch bound stay
+ * in flight ahead of the reader.  A chunk the policy would not keep is
+ * left to its reader (demand fetch and read-ahead).
+ * Return: true if the window ends here (nothing more worth fetching, or
+ * the fetcher is at its bound).
+ */
+static bool fetch_missing(struct prefetcher *p, struct centry *ce,
+			  const struct cache_ident *ci)
+{
+	uint64_t chunk = cache_chunk_size(p->c);
+	uint32_t c;
+
+	for (c = 0; c < ci->nchunks; c++) {
+		uint64_t flying, need;
+		int rc;
+
+		if (cache_chunk_state(p->c, ce, c) != CH_ABSENT)
+			continue;
+		flying = (uint64_t)fetch_prefetching(p->f) * chunk;
+		need = flying + cache_chunk_len(p->c, ce, c);
+		if (cache_free(p->c) < need &&
+		    !cache_admits(p->c, ce, need, ADMIT_PREFETCH)) {
+			log_dbg("prefetch: window ends at chunk %u of %s (in flight %llu)",
+				c, str_log(ci->key), (unsigned long long)flying);
+			pthread_mutex_lock(&p->lock);
+			p->full = !flying;
+			pthread_mutex_unlock(&p->lock);
+			return true;
+		}
+		rc = fetch_prefetch(p->f, ce, c);
+		if (rc == -EBUSY || rc == -ENOMEM)
+			return true;
+	}
+	return false;
+}
+
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
-	size_t i, n = lists_window(p->lists, 0, p->fids, WINDOW_FILES);
-	bool busy = false;
+	bool full = !(p->rounds++ % RECHECK_ROUNDS), busy = false;
+	size_t i, n = full ? lists_window(p->lists, 0, p->fids, WINDOW_FILES) :
+		lists_window_ahead(p->lists, p->fids, AHEAD_FILES);
 
 	for (i = 0; i < n && !busy; i++) {
 		uint64_t size;
-		struct centry *ce = hold(p, p->fids[i], &size);
+		struct centry *ce;
 		struct cache_ident ci;
-		uint32_t c, missing;
 
 		p->ready[i] = false;
+		ce = hold(p, p->fids[i], &size);
 		if (!ce)
 			continue;
 		cache_ident(ce, &ci);
-		missing = cache_missing(p->c, ce);
-		if (!missing) {
+		if (!cache_missing(p->c, ce)) {
 			/* ready means on disk, not merely in flight */
 			p->ready[i] = cache_is_complete(p->c, ce);
 			cache_busy_put(p->c, ce);
@@ -106,40 +153,15 @@ static void round_once(struct prefetcher *p)
 		pthread_mutex_lock(&p->lock);
 		busy = p->full;
 		pthread_mutex_unlock(&p->lock);
-		/*
-		 * Into free space, prefetch in parallel.  Once the cache is
-		 * full, one file at a time, and only if the policy would make
-		 * room for it: the window ends where it would not keep the
-		 * file (Belady: something cached is needed sooner).
-		 */
-		if (!busy) {
-			uint64_t need = (uint64_t)missing * cache_chunk_size(p->c);
-			uint64_t flying = (uint64_t)fetch_prefetching(p->f) *
-					  cache_chunk_size(p->c);
-			uint64_t room = cache_free(p->c);
-
-			if (room < flying + need &&
-			    (flying || !cache_admits(p->c, ce, need,
-						       ADMIT_PREFETCH))) {
-				log_dbg("prefetch: window ends at %s (room %llu, in flight %llu)",
-					str_log(ci.key), (unsigned long long)room,
-					(unsigned long long)flying);
-				pthread_mutex_lock(&p->lock);
-				p->full = !flying;
-				pthread_mutex_unlock(&p->lock);
-				busy = true;
-			}
-		}
-		for (c = 0; c < ci.nchunks && !busy; c++) {
-			int rc = fetch_prefetch(p->f, ce, c);
-
-			if (rc == -EBUSY || rc == -ENOMEM)
-				busy = true;
-		}
+		if (!busy)
+			busy = fetch_missing(p, ce, &ci);
 		cache_busy_put(p->c, ce);
 	}
 	/* each list's lead: the ready files at the head of its window */
-	lists_set_ready(p->lists, p->fids, p->ready, i);
+	if (full)
+		lists_set_ready(p->lists, p->fids, p->ready, i);
+	else
+		lists_extend_ready(p->lists, p->fids, p->ready, i);
 }
 
 static int64_t prefetch_tick(void *arg)
@@ -173,7 +195,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->f = f;
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
-	cache_set_next_use(c, lists_next_use, l);
+	cache_set_next_use(c, lists_next_use_bytes, l);
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
 	if (rc) {

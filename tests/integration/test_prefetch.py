@@ -257,3 +257,39 @@ def test_python_helper_publishes_the_seeded_order(mounter, shards):
     assert "epochs_done 1" in st or "position 0" in st
     with pytest.raises(fusefs_prefetch.ListRejected):
         fusefs_prefetch.publish(m.mnt, ["nope"], "bad")
+
+
+@pytest.fixture(scope="module")
+def big_shards(ceph):
+    """4 shards of 8 MiB under pf/b/ (32 MiB)"""
+    data = {f"b/s{i}": rnd(8 * MiB, 2000 + i) for i in range(4)}
+    ceph.put_many(POOL, {f"pf/{k}": v for k, v in data.items()})
+    return data
+
+
+def test_shards_stream_through_chunk_by_chunk(mounter, big_shards):
+    # chunk-level Belady on the real cluster: shards of 8 chunks, a
+    # dataset twice the cache, each epoch begun and the next one queued
+    # (docs/epochs.md): dataset - cache per epoch from the second on
+    m = mount_pf(mounter, "--cache-size", "16M")
+    orders = []
+    for e in range(4):
+        o = sorted(big_shards)
+        random.Random(300 + e).shuffle(o)
+        orders.append(o)
+    per = []
+    for e in range(3):
+        for text in (f"# epoch {e}\n# begin {e}\n" + "".join(n + "\n" for n in orders[e]),
+                     f"# epoch {e + 1}\n" + "".join(n + "\n" for n in orders[e + 1])):
+            with open(os.path.join(m.mnt, ".fusefs", "lists", "rank0"), "w") as f:
+                f.write(text)
+        before = m.stats()["bytes_from_backend"]
+        for n in orders[e]:
+            with open(m.path(n), "rb") as f:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                assert f.read() == big_shards[n], n
+        per.append(m.stats()["bytes_from_backend"] - before)
+    print("backend per epoch (MiB):", [b / MiB for b in per])
+    for b in per[1:]:
+        assert b <= 1.05 * (32 - 16) * MiB, per
+    assert m.stats()["cache_bytes_used"] <= 16 * MiB

@@ -39,7 +39,7 @@ void prefetch_kick(struct prefetcher *p)
 	kicks++;
 }
 
-void prefetch_published(struct prefetcher *p, uint64_t max_size)
+void prefetch_published(struct prefetcher *p)
 {
 	kicks++;
 }

@@ -474,6 +474,36 @@ static void test_next_use(void)
 	lists_destroy(l);
 }
 
+/* the same in bytes (file fN has N + 1 bytes), and the use after it */
+static void test_next_use_bytes(void)
+{
+	struct lists *l = lists_create();
+	uint64_t after = 0;
+
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, NEVER);
+	CHECK_INT(after, ==, NEVER);
+	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\nf5\n", NULL), ==, 0);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, 0);
+	CHECK_INT(after, ==, NEVER);		/* no later epoch */
+	CHECK_INT(lists_next_use_bytes(l, F(3), NULL), ==, 2 + 3);
+	lists_note_open(l, F(1), false);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, NEVER);
+	CHECK_INT(lists_next_use_bytes(l, F(3), &after), ==, 3);
+	/* a queued epoch: the rest of this one (18 bytes), then its offset */
+	CHECK_INT(publish(l, "a", "f5\nf4\nf3\nf2\nf1\nf6\n", NULL), ==, 0);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, 18 + 6 + 5 + 4 + 3);
+	CHECK_INT(after, ==, NEVER);
+	CHECK_INT(lists_next_use_bytes(l, F(3), &after), ==, 3);
+	CHECK_INT(after, ==, 18 + 6 + 5);	/* read again next epoch */
+	/* over lists: the soonest, and the second soonest of all */
+	CHECK_INT(publish(l, "b", "f6\nf1\n", NULL), ==, 0);
+	CHECK_INT(lists_next_use_bytes(l, F(1), &after), ==, 7);
+	CHECK_INT(after, ==, 18 + 6 + 5 + 4 + 3);
+	CHECK_INT(lists_next_use_bytes(l, F(6), &after), ==, 0);
+	CHECK_INT(after, ==, 18 + 6 + 5 + 4 + 3 + 2);
+	lists_destroy(l);
+}
+
 static void test_window(void)
 {
 	struct lists *l = lists_create();
@@ -651,6 +681,69 @@ static void test_lead(void)
 	CHECK_INT(value(l, "lead_files", "a"), ==, 0);
 	CHECK_INT(value(l, "lead_files", "b"), ==, 0);
 	CHECK_INT(value(l, "lead_files", "c"), ==, 1);
+	lists_destroy(l);
+}
+
+/* @n files of the window past each list's ready mark, as "fN fN" */
+static const char *ahead(struct lists *l)
+{
+	static char buf[256];
+	uint64_t fids[16];
+	size_t i, n = lists_window_ahead(l, fids, 16), at = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		at += snprintf(buf + at, sizeof(buf) - at, "%sf%llu", i ? " " : "",
+			       (unsigned long long)(fids[i] - F(0)));
+	return buf;
+}
+
+static void extend(struct lists *l, uint64_t f)
+{
+	bool yes = true;
+
+	lists_extend_ready(l, &f, &yes, 1);
+}
+
+/* the incremental window: it starts where the files were last ready */
+static void test_window_ahead(void)
+{
+	struct lists *l = lists_create();
+
+	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\nf5\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f1 f2 f3 f4 f5");
+	set_ready(l, "f1 f2");
+	CHECK_STR(ahead(l), "f3 f4 f5");
+	CHECK_INT(value(l, "lead_files", "a"), ==, 2);
+	CHECK_INT(value(l, "lead_bytes", "a"), ==, 2 + 3);
+	lists_note_open(l, F(1), true);		/* the reader eats the lead */
+	CHECK_INT(value(l, "lead_files", "a"), ==, 1);
+	extend(l, F(3));
+	CHECK_STR(ahead(l), "f4 f5");
+	CHECK_INT(value(l, "lead_files", "a"), ==, 2);
+	extend(l, F(5));			/* not after the mark: no move */
+	CHECK_STR(ahead(l), "f4 f5");
+	lists_note_open(l, F(2), true);
+	lists_note_open(l, F(3), true);
+	lists_note_open(l, F(5), false);	/* a little out of order */
+	CHECK_INT(value(l, "lead_files", "a"), ==, 0);
+	CHECK_STR(ahead(l), "f4");
+	/* the reader jumps past the mark: the window starts at low */
+	CHECK_INT(publish(l, "b", "f6\nf7\nf8\n", NULL), ==, 0);
+	extend(l, F(6));
+	CHECK_STR(ahead(l), "f4 f7 f8");
+	lists_set_window(l, 1);
+	lists_note_open(l, F(8), false);	/* f7 skipped */
+	CHECK_STR(ahead(l), "f4");
+	lists_set_window(l, LISTS_WINDOW_DEFAULT);
+	/* the next epoch queued: the window goes on into it */
+	CHECK_INT(publish(l, "a", "f4\nf1\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f4 f4 f1");
+	extend(l, F(4));
+	CHECK_STR(ahead(l), "f4 f1");
+	/* a new order of the current epoch: its mark is gone */
+	CHECK_INT(publish(l, "a", "# epoch 0\nf4\nf2\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f4 f4 f1");
 	lists_destroy(l);
 }
 
@@ -1130,12 +1223,14 @@ int main(void)
 	TEST(test_large_list);
 	TEST(test_names);
 	TEST(test_next_use);
+	TEST(test_next_use_bytes);
 	TEST(test_window);
 	TEST(test_advance_on_open);
 	TEST(test_shuffled_epochs_queued);
 	TEST(test_publish_after_end);
 	TEST(test_positions_and_hits);
 	TEST(test_lead);
+	TEST(test_window_ahead);
 	TEST(test_headers);
 	TEST(test_numbered_queue);
 	TEST(test_drop_last_explicit_begin);
