@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "compiler.h"
+#include "membudget.h"
 #include "lists.h"
 #include "metrics_page.h"
 #include "pathmap.h"
@@ -33,6 +35,8 @@ enum msrc {
 	M_LATENCY,	/* the backend_read_us_* histogram, in seconds */
 	M_RSS,		/* /proc/self/statm */
 	M_FDS,		/* /proc/self/fd */
+	M_UNVERIFIED,	/* cache_unverified_total() */
+	M_MEM,		/* struct membudget_usage field at .arg */
 };
 
 struct msample {
@@ -56,6 +60,7 @@ struct mfamily {
 #define SRC(src)	{ src, NULL, 0, NULL, 0 }
 #define SKIP(k, l)	{ M_NS_SKIPPED, "reason=\"" l "\"", k, NULL, 0 }
 #define LIST(k, sc)	{ M_LIST, NULL, 0, k, sc }
+#define MEM(f, l)	{ M_MEM, l, offsetof(struct membudget_usage, f), NULL, 0 }
 
 /* THE table: every family of the page, in page order */
 static const struct mfamily families[] = {
@@ -204,6 +209,46 @@ static const struct mfamily families[] = {
 	{ "fusefs_list_idle", "gauge", "",
 	  "1 if the list had no open for the idle time (not prefetched), else 0",
 	  { LIST("idle", 0) } },
+	{ "fusefs_verify_reads", "counter", "",
+	  "Chunk reads made to verify cached chunks of an earlier run, by readers and the verifier",
+	  { STAT1(verify_reads) } },
+	{ "fusefs_verify_waits", "counter", "",
+	  "Reads that waited for another thread's verification of their chunk",
+	  { STAT1(verify_waits) } },
+	{ "fusefs_verifier_chunks", "counter", "",
+	  "Chunks the background verifier checked, by result: passed or failed (dropped, refetched when read)",
+	  { STAT(verifier_chunks, "result=\"passed\""),
+	    STAT(verifier_failed, "result=\"failed\"") } },
+	{ "fusefs_verifier_open_waits", "counter", "",
+	  "Passthrough opens that waited for the verifier to check their file",
+	  { STAT1(verifier_open_waits) } },
+	{ "fusefs_verifier_kept_chunks", "counter", "",
+	  "Verified chunks handed to the readers of open files in memory",
+	  { STAT1(verifier_kept) } },
+	{ "fusefs_cache_unverified_chunks", "gauge", "",
+	  "Cached chunks of an earlier run not verified yet",
+	  { SRC(M_UNVERIFIED) } },
+	{ "fusefs_data_flushes", "counter", "",
+	  "FLUSH requests for data files (0 with noflush)",
+	  { STAT1(data_flushes) } },
+	{ "fusefs_data_file_opens", "counter", "",
+	  "Cache data files opened (idle ones stay open for the next open)",
+	  { STAT1(data_file_opens) } },
+	{ "fusefs_memory_budget_limit_bytes", "gauge", "bytes",
+	  "The memory budget (--memory-limit)", { MEM(limit, NULL) } },
+	{ "fusefs_memory_budget_used_bytes", "gauge", "bytes",
+	  "Memory charged to the budget now, by class: demand (readers wait for it), ahead (read-ahead and prefetch), ctl (control-file text)",
+	  { MEM(by_class[MB_DEMAND], "class=\"demand\""),
+	    MEM(by_class[MB_AHEAD], "class=\"ahead\""),
+	    MEM(by_class[MB_CTL], "class=\"ctl\"") } },
+	{ "fusefs_memory_budget_peak_bytes", "gauge", "bytes",
+	  "Highest memory charged to the budget since the start", { MEM(peak, NULL) } },
+	{ "fusefs_memory_budget_refused", "counter", "",
+	  "Charges the budget refused (read-ahead skipped, a reader queued, control text refused)",
+	  { MEM(refused, NULL) } },
+	{ "fusefs_memory_budget_overdraft", "counter", "",
+	  "Charges let past the limit so that waiting ends",
+	  { MEM(overdraft, NULL) } },
 	{ "process_resident_memory_bytes", "gauge", "bytes",
 	  "Resident memory of the daemon (/proc/self/statm)", { SRC(M_RSS) } },
 	{ "process_open_fds", "gauge", "",
@@ -220,6 +265,7 @@ struct snap {
 	const struct msample *s;
 	uint64_t used, limit, files;
 	struct ns_stats ns;
+	struct membudget_usage mem;
 };
 
 static uint64_t stat_at(const struct stats *st, size_t off)
@@ -412,6 +458,12 @@ static void put_family_samples(struct snap *p)
 		case M_FDS:
 			put_sample(p, open_fds());
 			break;
+		case M_UNVERIFIED:
+			put_sample(p, cache_unverified_total(p->src->cache));
+			break;
+		case M_MEM:
+			put_sample(p, *(const uint64_t *)((const char *)&p->mem + s->arg));
+			break;
 		}
 	}
 }
@@ -425,6 +477,8 @@ void metrics_page_write(const struct report_src *src, FILE *f,
 	cache_usage(src->cache, &p.used, &p.limit, &p.files);
 	p.ns = *ns_stats(nsmgr_rdlock(src->nm));
 	nsmgr_unlock(src->nm);
+	if (src->st->mem)
+		membudget_usage(src->st->mem, &p.mem);
 	for (i = 0; i < ARRAY_SIZE(families); i++) {
 		const char *n = families[i].name;
 		const char *sfx = openmetrics ? "" : suffix_of(&families[i]);

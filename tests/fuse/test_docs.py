@@ -65,7 +65,9 @@ FOREIGN = {
 }
 # the project's own tools (bench/*.py, scripts/*) are checked against their source
 TOOLS = sorted(glob.glob(os.path.join(ROOT, "bench", "*.py")) +
-               glob.glob(os.path.join(ROOT, "scripts", "*")))
+               glob.glob(os.path.join(ROOT, "scripts", "*")) +
+               glob.glob(os.path.join(ROOT, "tests", "soak", "*.py")) +
+               glob.glob(os.path.join(ROOT, "tests", "stress", "*.py")))
 
 LONG_OPT = re.compile(r"(?<![\w/.\-`])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?![\w-])")
 
@@ -126,7 +128,7 @@ def test_every_option_quoted_in_the_docs_exists():
                     continue
                 problems.append(f"{rel}:{n}: --{opt} is not a fusefs option "
                                 f"(not in `fusefs --help`/`fusefs mount --help`, nor parsed "
-                                f"in fusefs/*.c, nor by bench/ or scripts/; if it belongs "
+                                f"in fusefs/*.c, nor by bench/, scripts/ or tests/soak|stress/; if it belongs "
                                 f"to another program, add it "
                                 f"to FOREIGN in {os.path.relpath(__file__, ROOT)})")
     assert not problems, "\n".join(problems)

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from checks import MiB, rnd
-from mountlib import FUSEFS, wait_for
+from mountlib import FUSEFS, run_captured, wait_for
 from util import put
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -153,9 +153,9 @@ def test_mount_helper_passes_ro(src, tmp_path):
     helper = tmp_path / "mount.fuse.fusefs"
     helper.symlink_to(FUSEFS)
     cache = tmp_path / "hc"
-    r = subprocess.run([str(helper), f"file://{src}", str(mnt), "-n", "-o",
-                        f"rw,ro,noexec,cache_dir={cache}"], capture_output=True, text=True,
-                       timeout=60)
+    # stderr to a file: without a syslog socket the daemon keeps it
+    r = run_captured([str(helper), f"file://{src}", str(mnt), "-n", "-o",
+                      f"rw,ro,noexec,cache_dir={cache}"], timeout=60)
     try:
         assert r.returncode == 0, r.stderr
         (line,) = fuse_mounts_at(mnt)
