@@ -15,7 +15,7 @@ echo "== build =="
 make -j"$(nproc)"
 echo "== unit tests =="
 make unit
-echo "== fuzz smoke (tests/fuzz, ~2.5 min) =="; make -j"$(nproc)" fuzz-smoke
+echo "== fuzz smoke (tests/fuzz, ~2 min) =="; make -j"$(nproc)" fuzz-smoke
 echo "== ThreadSanitizer: threaded unit tests and the stress test (make tsan, ~90 s) =="
 make -j"$(nproc)" tsan
 echo "== FUSE tests (file:// sources) =="
