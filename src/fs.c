@@ -354,7 +354,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 {
 	struct centry *ce;
 	struct ns_attr a;
-	bool changed;
+	bool changed, complete;
 	int rc, backing;
 	char *key;
 
@@ -382,6 +382,8 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		passthrough_mark_reply(backing);
 	else
 		verifier_note_open(fs->d->verifier, ce);
+	/* before the reply: once it is sent, a RELEASE may free @ce */
+	complete = cache_is_complete(fs->d->cache, ce);
 	if (fuse_reply_open(req, fi)) {
 		/* interrupted: no release will come for this open */
 		passthrough_mark_reply(0);
@@ -389,7 +391,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		fetch_close(fs->d->fetch, ce);
 		return;
 	}
-	ctl_note_open(fs->d->ctl, ino, cache_is_complete(fs->d->cache, ce));
+	ctl_note_open(fs->d->ctl, ino, complete);
 }
 
 /* an open parked until a re-check of its file answers */
