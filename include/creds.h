@@ -12,7 +12,9 @@
  * Once read, the secrets leave the environment: the variables are
  * unset and their values overwritten in place (so /proc/PID/environ,
  * which shows the original block, no longer holds them either), and the
- * process is made non-dumpable (creds_hide_process()).
+ * process is made non-dumpable (creds_hide_process()).  The ones taken
+ * from the environment are kept in memory for later creds_load() calls
+ * of the same process (a second S3 backend reads a remote manifest).
  */
 #ifndef FUSEFS_CREDS_H
 #define FUSEFS_CREDS_H

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* creds.c - see creds.h */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,15 @@ static int from_file(const char *file, const char *profile,
 	return 0;
 }
 
+/*
+ * The environment's secrets, kept once read: they leave the environment
+ * at the first creds_load(), and a later one (a second backend, such as
+ * the one that reads a remote manifest) takes them from here.
+ */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct s3_creds env_copy;
+static bool have_env_copy;
+
 /* overwrite @name's value where it lives, then unset it */
 static void env_wipe(const char *name)
 {
@@ -112,8 +123,18 @@ static int load(const struct fusefs_conf *cf, struct s3_creds *out)
 		if (tok)
 			snprintf(out->token, sizeof(out->token), "%s", tok);
 		snprintf(out->from, sizeof(out->from), "environment");
+		pthread_mutex_lock(&env_lock);
+		env_copy = *out;
+		have_env_copy = true;
+		pthread_mutex_unlock(&env_lock);
 		return 0;
 	}
+	pthread_mutex_lock(&env_lock);
+	if (have_env_copy)
+		*out = env_copy;	/* a second backend (a remote manifest) */
+	pthread_mutex_unlock(&env_lock);
+	if (out->access[0])
+		return 0;
 	if (from_file(def, profile ? profile : "default", out) == 0)
 		return 0;
 	fprintf(stderr, "fusefs: no S3 credentials: set AWS_ACCESS_KEY_ID and "

@@ -9,21 +9,11 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "compiler.h"
 #include "manifest.h"
 #include "pathmap.h"
 
 #define IN_BUF	(256 * 1024)
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static bool must_encode(unsigned char c)
 {
@@ -44,8 +34,8 @@ static int decode_path(const char *s, size_t len, char *out, size_t *outlen,
 			return -EINVAL;
 		}
 		if (c == '%') {
-			int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
-			int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+			int hi = i + 2 < len ? hex_digit(s[i + 1]) : -1;
+			int lo = i + 2 < len ? hex_digit(s[i + 2]) : -1;
 
 			if (hi < 0 || lo < 0) {
 				*why = "bad percent-encoding in the path";
@@ -92,7 +82,7 @@ static int parse_sum(const char *s, size_t len, uint64_t *out)
 	if (len != 5 + 16 || memcmp(s, "xxh3:", 5))
 		return -EINVAL;
 	for (i = 5; i < len; i++) {
-		int h = hexval(s[i]);
+		int h = hex_digit(s[i]);
 
 		if (h < 0)
 			return -EINVAL;

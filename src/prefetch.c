@@ -134,6 +134,14 @@ static void round_once(struct prefetcher *p)
 	size_t i, n = full ? lists_window(p->lists, 0, p->fids, WINDOW_FILES) :
 		lists_window_ahead(p->lists, p->fids, AHEAD_FILES);
 
+	if (full) {
+		/* room may have appeared without a reader moving: victims that
+		 * were busy (verified, read) are free now; try again */
+		pthread_mutex_lock(&p->lock);
+		p->full = false;
+		pthread_mutex_unlock(&p->lock);
+	}
+
 	for (i = 0; i < n && !busy; i++) {
 		uint64_t size;
 		struct centry *ce;

@@ -60,17 +60,6 @@ bool s3_version_ok(const char *t, size_t len)
 	return true;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 ssize_t s3_url_decode(const char *in, size_t len, char *out)
 {
 	size_t i, n = 0;
@@ -81,8 +70,8 @@ ssize_t s3_url_decode(const char *in, size_t len, char *out)
 
 			if (i + 2 >= len)
 				return -EINVAL;
-			hi = hexval(in[i + 1]);
-			lo = hexval(in[i + 2]);
+			hi = hex_digit(in[i + 1]);
+			lo = hex_digit(in[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -EINVAL;
 			out[n++] = (char)(hi << 4 | lo);
