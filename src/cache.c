@@ -422,20 +422,35 @@ static void log_no_space(struct cache *c, int err)
  * Room on the cache disk for @need more bytes of data, keeping a reserve
  * (1/32 of the file system, at most INDEX_RESERVE_MAX) for the index: a
  * disk filled by data files would make index commits fail, and the
- * chunks they record would be lost at the next start.  -ENOSPC if not.
+ * chunks they record would be lost at the next start.  Writes in flight
+ * count as taken (they all saw the same free space).  -ENOSPC if not.
  */
 #define INDEX_RESERVE_MAX	(64ULL << 20)
+
+/* data bytes being written now: each writer counts the others' in */
+static _Atomic uint64_t disk_writing;
 
 static int disk_room(struct cache *c, uint64_t need)
 {
 	struct statvfs sv;
-	uint64_t avail, reserve;
+	uint64_t avail, reserve, busy;
 
 	if (fstatvfs(c->lock_fd, &sv))
 		return 0;	/* unknown: the write will tell */
 	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	reserve = MIN(INDEX_RESERVE_MAX, (uint64_t)sv.f_blocks * sv.f_frsize / 32);
-	return avail >= need + reserve ? 0 : -ENOSPC;
+	/* concurrent writers checked the same free space: count theirs */
+	busy = atomic_fetch_add(&disk_writing, need) + need;
+	if (avail >= busy + reserve)
+		return 0;		/* disk_done() after the write */
+	atomic_fetch_sub(&disk_writing, need);
+	return -ENOSPC;
+}
+
+/* the write disk_room() let through is over */
+static void disk_done(uint64_t need)
+{
+	atomic_fetch_sub(&disk_writing, need);
 }
 
 /* open @ce's data files if they are not (a reference is held; unlocked);
@@ -818,17 +833,19 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		return rc;
 
 	rc = disk_room(c, need);
-	if (!rc)
-		rc = ensure_files(c, ce);
 	if (!rc) {
-		/* O_DIRECT wants whole blocks: the padding past len is never read */
-		direct = ce->dfd >= 0;
-		w = pwrite(direct ? ce->dfd : ce->fd, cb->data,
-			   direct ? need : cb->len, off);
-		if (w < 0)
-			rc = -errno;
-		else if ((uint64_t)w < cb->len)
-			rc = -ENOSPC;	/* a short write to a file: no room */
+		rc = ensure_files(c, ce);
+		if (!rc) {
+			/* O_DIRECT wants whole blocks: the padding past len is never read */
+			direct = ce->dfd >= 0;
+			w = pwrite(direct ? ce->dfd : ce->fd, cb->data,
+				   direct ? need : cb->len, off);
+			if (w < 0)
+				rc = -errno;
+			else if ((uint64_t)w < cb->len)
+				rc = -ENOSPC;	/* a short write to a file: no room */
+		}
+		disk_done(need);
 	}
 
 	pthread_mutex_lock(&c->lock);
