@@ -108,13 +108,17 @@ detach_left() {
     fi
 }
 
-# wait for @1 until it has really exited (wait returns early when a
-# trapped signal arrives); its status in $rc
+# wait for @1 until it has really exited (wait returns early, with
+# 128+signal, when a trapped signal arrives); its status in $rc.  The last
+# wait asks again once it is gone: an interrupted wait whose child then
+# exited before the kill -0 would otherwise report 143, not the child's
+# status (bash keeps the status of a reaped background job)
 rc=0
 wait_for() {
     while kill -0 "$1" 2>/dev/null; do
         wait "$1" && rc=0 || rc=$?
     done
+    wait "$1" 2>/dev/null && rc=0 || rc=$?
 }
 
 if ((${#workload[@]})); then
