@@ -88,7 +88,7 @@ check: test
 
 bench: all
 	bench/run.sh $(BIN)
-	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-local
+	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-local bench-memory
 
 # S3 backend vs curl/s3cmd and local disk (docs/benchmarks-s3.md), ~1.5 min
 bench-s3: all
@@ -161,6 +161,12 @@ fuzz-smoke: fuzz-build
 bench-local: all
 	/usr/bin/python3 bench/local.py --bin $(BIN) $(BENCH_LOCAL_ARGS)
 .PHONY: bench-local
+
+# peak daemon RSS per configuration, dataset twice the cache, file:// and S3
+# (docs/benchmarks-memory.md), ~6 min; needs root
+bench-memory: all
+	/usr/bin/python3 bench/memory.py --bin $(BIN) $(BENCH_MEMORY_ARGS)
+.PHONY: bench-memory
 
 # fault injection on a throwaway Ceph cluster (tests/integration/test_faults.py,
 # docs/reliability.md): osd.0 and radosgw restarted mid-epoch, and FAULT_KILLS

@@ -88,9 +88,80 @@ static void punch_unindexed(struct cache *c, struct centry *ce, int dirfd,
 	close(fd);
 }
 
-/* data files nobody indexes (a crash between write and commit) go */
+/* forget indexed chunk @n of @ce whose bytes are not on disk */
+static void drop_missing_chunk(struct cache *c, struct centry *ce, uint32_t n)
+{
+	uint64_t len = blocks(cache_chunk_len(c, ce, n));
+
+	meta_q_drop_chunk(c->meta, ce->fid, n);
+	ce->state[n] = CH_ABSENT;
+	ce->unverified--;
+	c->unverified--;
+	ce->used -= len;
+	policy_charge(&c->pol, ce->pn, -(int64_t)len);
+}
+
+/*
+ * Less on disk than indexed: an eviction punched chunks (or unlinked the
+ * file, below) and the daemon died before the index commit that drops
+ * their records.  An indexed chunk with no data in its range is such a
+ * chunk: forgotten, not left to fail its checksum at first read (which
+ * would count as disk damage).  Returns the chunks dropped.
+ */
+static unsigned drop_punched(struct cache *c, struct centry *ce, int dirfd,
+			     const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	unsigned dropped = 0;
+	uint32_t n;
+
+	if (fd < 0)
+		return 0;
+	for (n = 0; n < ce->nchunks; n++) {
+		off_t off = (off_t)n * c->chunk_size, d;
+
+		if (ce->state[n] != CH_UNVERIFIED)
+			continue;
+		d = lseek(fd, off, SEEK_DATA);
+		if ((d < 0 && errno == ENXIO) ||
+		    (d >= 0 && d >= off + (off_t)cache_chunk_len(c, ce, n))) {
+			drop_missing_chunk(c, ce, n);
+			dropped++;
+		}
+	}
+	close(fd);
+	return dropped;
+}
+
+/* indexed chunks of entries whose data file is gone: forgotten */
+static void drop_unfound(struct cache *c, unsigned *chunks, unsigned *files)
+{
+	size_t i;
+	uint32_t n;
+
+	for (i = 0; i < c->tab.cap; i++) {
+		struct centry *ce = c->tab.slot[i];
+
+		if (!ce || ce->on_disk || !ce->used)
+			continue;
+		for (n = 0; n < ce->nchunks; n++)
+			if (ce->state[n] == CH_UNVERIFIED) {
+				drop_missing_chunk(c, ce, n);
+				(*chunks)++;
+			}
+		(*files)++;
+	}
+}
+
+/*
+ * Reconcile the index with the data files: files nobody indexes (a crash
+ * between write and commit) go, chunks on disk but not indexed are
+ * punched, chunks indexed but not on disk (a crash between an eviction
+ * and its commit) are forgotten.
+ */
 static void sweep_orphans(struct cache *c)
 {
+	unsigned punched = 0, lost_chunks = 0, lost_files = 0;
 	char path[PATH_MAX];
 	unsigned i;
 
@@ -119,12 +190,20 @@ static void sweep_orphans(struct cache *c)
 				unlinkat(dirfd(d), de->d_name, 0);
 				continue;
 			}
+			ce->on_disk = true;
 			/* more on disk than indexed: punch the rest */
 			if ((uint64_t)sb.st_blocks * 512 > ce->used + BLK)
 				punch_unindexed(c, ce, dirfd(d), de->d_name);
+			else if ((uint64_t)sb.st_blocks * 512 < ce->used)
+				punched += drop_punched(c, ce, dirfd(d),
+							de->d_name);
 		}
 		closedir(d);
 	}
+	drop_unfound(c, &lost_chunks, &lost_files);
+	if (punched || lost_chunks)
+		log_info("cache: %u indexed chunks were not on disk (%u of them in %u missing data files): an eviction was not committed before the last stop; forgotten",
+			 punched + lost_chunks, lost_chunks, lost_files);
 }
 
 /* taken by cache_check_dir(), before anything reads the index; handed to

@@ -35,6 +35,7 @@ struct centry {
 	int busy;		/* references without an open handle */
 	bool stale;		/* replaced by a newer version, out of table */
 	bool opening;		/* a thread opens the data files (no lock) */
+	bool on_disk;		/* cache_load: its data file was found */
 	/*
 	 * data file: buffered, O_DIRECT (-1: closed).  Set under the lock;
 	 * read without it by holders of a reference.  A read on an open
