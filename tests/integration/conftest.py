@@ -19,6 +19,10 @@ POOL = "fusefs"
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "nosan: not rerun on the ASan/UBSan build by scripts/test.sh "
+        "(packaging and deployment scripts, scale tests whose daemon code the "
+        "other sanitized tests already run): deselected there with -m 'not nosan'")
     if not os.path.exists("/dev/fuse"):
         raise pytest.UsageError("/dev/fuse is missing: integration tests need kernel FUSE")
 

@@ -156,6 +156,7 @@ def test_cache_size_bound(mounter, store, tmp_path):
     assert m.stats()["evictions"] >= 6
 
 
+@pytest.mark.nosan  # scale: the listing code runs under ASan in the other tests
 def test_deep_tree_and_10k_dir(mounter, store):
     objs = {f"tree/wide/f{i:05d}": b"%d" % i for i in range(10000)}
     deep = "tree/" + "/".join(f"d{i}" for i in range(40)) + "/leaf"

@@ -32,6 +32,8 @@ import pytest
 
 from conftest import FUSEFS, POOL, run_fusefs, wait_for
 
+pytestmark = pytest.mark.nosan  # scripts, not daemon code: once, on the plain build
+
 MiB = 1 << 20
 
 # The trainer container: waits for the dataset to appear through

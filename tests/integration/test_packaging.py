@@ -13,6 +13,8 @@ import pytest
 from conftest import FUSEFS, POOL, ROOT, run_fusefs
 from mountlib import run_captured
 
+pytestmark = pytest.mark.nosan  # scripts, not daemon code: once, on the plain build
+
 PKG = os.path.join(ROOT, "packaging")
 
 

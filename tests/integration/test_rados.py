@@ -17,6 +17,7 @@ def rnd(n, seed):
     return random.Random(seed).randbytes(n)
 
 
+@pytest.mark.nosan  # scale: the listing code runs under ASan in the other tests
 def test_pool_of_100k_objects(mounter, ceph):
     objs = {f"many/d{i % 100:02d}/o{i:06d}": b"" for i in range(100000)}
     ceph.put_many(POOL, objs)
