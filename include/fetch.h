@@ -98,7 +98,9 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
  */
 void fetch_close(struct fetcher *f, struct centry *ce);
 /* fetch_keep_verified() - chunk @n of open @ce was just verified into @cb
- * (the background verifier): keep it in memory for its readers */
+ * (the background verifier, an uncharged buffer): keep it in memory for
+ * its readers if the memory budget has read-ahead room for it (@cb is
+ * then charged as MB_AHEAD and takes a reference; chunkbuf_refs() tells) */
 void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
 			 struct chunkbuf *cb);
 

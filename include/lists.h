@@ -61,7 +61,7 @@
  * next open makes it active again.
  *
  * Thread-safe (one internal mutex, never held while calling out); no I/O.
- * The cache calls lists_next_use() under its own lock, so nothing here
+ * The cache calls lists_next_use_bytes() under its own lock, so nothing here
  * may call into the cache.
  */
 #ifndef FUSEFS_LISTS_H

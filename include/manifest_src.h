@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * manifest_src.h - where a manifest's bytes come from: a local file, or an
- * object read whole through a backend (rados://POOL/OBJ, s3://BUCKET/KEY,
- * file:///PATH) into an anonymous memory file.
+ * manifest_src.h - where a manifest's bytes come from: a local file (a
+ * path or file:///PATH, opened directly), or an object read whole through
+ * a backend (rados://POOL/OBJ, s3://BUCKET/KEY) into an anonymous memory
+ * file.
  */
 #ifndef FUSEFS_MANIFEST_SRC_H
 #define FUSEFS_MANIFEST_SRC_H

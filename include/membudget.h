@@ -4,11 +4,12 @@
  *
  * Every large buffer the daemon holds for a while is charged here before
  * it is allocated and given back when it is freed: chunk buffers
- * (chunkbuf.h: backend reads in flight, read-ahead, chunks kept in memory,
- * chunk verification) and control-file buffers (fs_ctl.c).  What is not
- * charged is the baseline (docs/architecture.md, "Memory"): code,
+ * (chunkbuf.h: backend reads in flight, read-ahead, chunks kept in memory
+ * (verified chunks the verifier hands on included), a reader's chunk
+ * verification in fetch.c) and control-file buffers (fs_ctl.c).  What is
+ * not charged is the baseline (docs/architecture.md, "Memory"): code,
  * libraries, thread stacks, the namespace and cache tables, the per-worker
- * O_DIRECT bounce buffers.
+ * O_DIRECT bounce buffers, the verifier's own read buffers.
  *
  * Classes, and when a charge is granted (used = all classes together):
  *   MB_DEMAND  a reader waits for these bytes: used + n <= limit

@@ -78,8 +78,10 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 void nsmgr_close(struct nsmgr *nm);
 
 /*
- * nsmgr_start() - start the re-check threads and, if list_refresh > 0,
- * the re-listing thread, which report through @h (copied).  Re-checks
+ * nsmgr_start() - start the re-check threads and the re-listing thread
+ * (always: it also serves `fusefs refresh` and the background re-listing
+ * of a remount; it lists by itself every list_refresh seconds if > 0),
+ * which report through @h (copied).  Re-checks
  * queued before are run now.  Return: 0 or -errno (nothing started).
  */
 int nsmgr_start(struct nsmgr *nm, const struct nsmgr_hooks *h);

@@ -2,7 +2,8 @@
 /*
  * cache_load.c - start-up of the cache (see cache_priv.h): the directory
  * lock, the O_DIRECT probe, the index loaded into entries and reconciled
- * with the data files on disk.  Runs before any other thread exists.
+ * with the data files on disk.  Runs before any thread but the index
+ * writer (meta.c), which only takes what it is queued.
  */
 #include <dirent.h>
 #include <errno.h>

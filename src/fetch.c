@@ -961,8 +961,17 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
 
 	cache_ident(ce, &ci);
 	pthread_mutex_lock(&f->lock);
-	if (cache_is_open(f->c, ce))	/* else fetch_close() dropped its set */
+	/*
+	 * Not open: fetch_close() dropped its set.  A kept chunk is charged
+	 * as read-ahead from here on (its last put gives it back): none is
+	 * kept when the budget has no room for it.
+	 */
+	if (!cb->mb && cache_is_open(f->c, ce) &&
+	    membudget_try(f->mb, MB_AHEAD, cb->mapped)) {
+		cb->mb = f->mb;
+		cb->cls = MB_AHEAD;
 		memchunks_put(&f->mem, ci.fid, ci.gen, n, cb);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 

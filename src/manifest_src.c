@@ -35,13 +35,15 @@ static void sync_done(struct backend_read *rd, ssize_t ret)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* one synchronous backend read of @len bytes at @off into @buf */
-static ssize_t read_piece(struct backend *be, const char *key, uint64_t off,
-			  char *buf, size_t len)
+/* one synchronous backend read of @len bytes at @off into @buf, of
+ * version @version (the backend refuses another: -ESTALE) */
+static ssize_t read_piece(struct backend *be, const char *key,
+			  const char *version, uint64_t off, char *buf,
+			  size_t len)
 {
 	struct sync_read s = {
-		.rd = { .key = key, .version = "", .off = off, .len = len,
-			.buf = buf, .done = sync_done },
+		.rd = { .key = key, .version = version, .off = off,
+			.len = len, .buf = buf, .done = sync_done },
 		.lock = PTHREAD_MUTEX_INITIALIZER,
 		.cond = PTHREAD_COND_INITIALIZER,
 	};
@@ -105,14 +107,18 @@ static int fetch_remote(const struct fusefs_conf *cf, const char *url,
 	}
 	while (off < a.size) {
 		size_t len = a.size - off < PIECE ? a.size - off : PIECE;
-		ssize_t got = read_piece(be, be->prefix, off, buf, len);
+		/* every piece of the version stat() saw: never a mix */
+		ssize_t got = read_piece(be, be->prefix, a.version, off, buf,
+					 len);
 
 		if (got >= 0 && (size_t)got != len)
 			got = -ESTALE;		/* changed while read */
 		if (got < 0) {
 			rc = (int)got;
 			fprintf(stderr, "fusefs: cannot read manifest %s: %s\n",
-				url, strerror(-rc));
+				url, rc == -ESTALE ?
+				"it was replaced while being read (try again)" :
+				strerror(-rc));
 			goto out;
 		}
 		rc = write_all(fd, buf, len);
