@@ -192,10 +192,11 @@ static void sweep_orphans(struct cache *c)
 				continue;
 			}
 			ce->on_disk = true;
-			/* more on disk than indexed: punch the rest */
+			/* more on disk than indexed: punch the rest (a file
+			 * may also miss indexed chunks: looked for below) */
 			if ((uint64_t)sb.st_blocks * 512 > ce->used + BLK)
 				punch_unindexed(c, ce, dirfd(d), de->d_name);
-			else if ((uint64_t)sb.st_blocks * 512 < ce->used)
+			if ((uint64_t)sb.st_blocks * 512 != ce->used)
 				punched += drop_punched(c, ce, dirfd(d),
 							de->d_name);
 		}
