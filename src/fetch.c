@@ -21,6 +21,13 @@
 #define BACKOFF_MAX_MS		2000
 #define SEQ_SLOTS		1024	/* sequential-read state, by file */
 #define MAX_READ_CHUNKS		8	/* reads are <= 1 MiB, chunks >= 1 MiB */
+/*
+ * A chunk whose backend read failed after every retry is answered EIO at
+ * once for FAILED_MS: the kernel follows a failed read-ahead READ with a
+ * READ of the page it needs, which would wait the whole bound again.
+ */
+#define FAILED_SLOTS		64
+#define FAILED_MS		3000
 
 struct preq;
 
@@ -99,6 +106,13 @@ struct fetcher {
 	/* demand reads waiting for the memory budget (no buffer, not sent) */
 	struct inflight *mwhead, *mwtail;
 	unsigned nmemwait;
+
+	/* chunks that failed lately: id_key, until when (ms); a ring */
+	struct {
+		uint64_t key;
+		int64_t until_ms;
+	} failed[FAILED_SLOTS];
+	unsigned failed_next;
 
 	struct membudget *mb;		/* --memory-limit; its lock is a leaf */
 	pthread_mutex_t verify_lock;	/* one verification past the budget */
@@ -192,6 +206,25 @@ static struct inflight *inflight_find_locked(struct fetcher *f,
 	    in->id.n == id->n)
 		return in;
 	return NULL;
+}
+
+/* did a read of chunk @key fail after all its retries lately? */
+static bool failed_lately_locked(struct fetcher *f, uint64_t key)
+{
+	int64_t now = now_ms();
+	unsigned i;
+
+	for (i = 0; i < FAILED_SLOTS; i++)
+		if (f->failed[i].key == key && f->failed[i].until_ms > now)
+			return true;
+	return false;
+}
+
+static void note_failed_locked(struct fetcher *f, uint64_t key)
+{
+	f->failed[f->failed_next].key = key;
+	f->failed[f->failed_next].until_ms = now_ms() + FAILED_MS;
+	f->failed_next = (f->failed_next + 1) % FAILED_SLOTS;
 }
 
 /* the bytes of chunk @id available in memory, or NULL */
@@ -368,6 +401,8 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 			continue;
 		if (atomic_load(&f->inflight) >= f->max_inflight)
 			break;
+		if (failed_lately_locked(f, id_key(&id)))
+			continue;
 		if (cache_claim(f->c, ce, n) != CH_ABSENT)
 			continue;
 		if (start_locked(f, ce, &id, MB_AHEAD, &in)) {
@@ -598,6 +633,11 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 			break;
 		}
 		in = inflight_find_locked(f, &id);
+		if (st == CH_ABSENT && failed_lately_locked(f, id_key(&id))) {
+			cache_abandon(f->c, ce, n);
+			rc = -EIO;	/* its last read failed just now */
+			break;
+		}
 		if (st == CH_ABSENT) {
 			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
 			if (rc) {
@@ -740,8 +780,11 @@ static void complete(struct fetcher *f, struct inflight *in)
 			strerror((int)-ret));
 		if (ret == -ESTALE && f->on_stale)
 			f->on_stale(f->stale_arg, ci.fid);
-		/* settle the chunk first: a new reader must start afresh */
+		/* settle the chunk first: a new reader must start afresh
+		 * (but for FAILED_MS, unless it changed: re-checked) */
 		pthread_mutex_lock(&f->lock);
+		if (ret != -ESTALE)
+			note_failed_locked(f, in->key);
 		ready = wake_locked(in, -EIO);
 		htab_del(&f->tab, in->key);
 		cache_abandon(f->c, in->ce, in->id.n);
@@ -988,7 +1031,8 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 	cache_ident(ce, &ci);
 	id = chunk_of(&ci, n);
 	pthread_mutex_lock(&f->lock);
-	if (n < ci.nchunks && !mem_chunk_locked(f, &id)) {
+	if (n < ci.nchunks && !mem_chunk_locked(f, &id) &&
+	    !failed_lately_locked(f, id_key(&id))) {
 		st = cache_claim(f->c, ce, n);
 		if (st == CH_ABSENT) {
 			int rc = start_locked(f, ce, &id, MB_AHEAD, &in);

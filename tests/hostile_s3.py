@@ -26,6 +26,7 @@ HUGE = 256 << 20                # bytes of the huge page
 
 MODES = {
     "normal": "one object, served properly",
+    "get_500": "listing and HEAD as normal, every GET of an object answers 500 InternalError",
     "fresh_tokens": "every page empty, truncated, with a token never seen before",
     "fresh_tokens_same_keys": "every page the same keys under a fresh token",
     "alternating_tokens": "tokens A, B, A, ... with new keys on each page",
@@ -150,6 +151,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = CONTROL_DATA[key]
         if data is None:
             return self.reply(404)
+        if self.server.mode == "get_500":
+            return self.reply(500, b"<Error><Code>InternalError</Code></Error>",
+                              [("Content-Type", "application/xml")])
         if self.headers.get("If-Match", ETAG) != ETAG:
             return self.reply(412)
         rng = self.headers.get("Range", "")
@@ -174,7 +178,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         token = q.get("continuation-token", "")
         n = next(self.server.pages)
         normal = [contents(k.encode(), len(v), encode=enc) for k, v in OBJECTS.items()]
-        if q.get("max-keys") == "1" or mode.startswith("head_") or mode == "normal":
+        if q.get("max-keys") == "1" or mode.startswith("head_") or mode in ("normal", "get_500"):
             return self.reply(200, page(normal, encode=enc))
         if mode == "fresh_tokens":
             return self.reply(200, page([], token=f"fresh-{n}", encode=enc))
