@@ -92,6 +92,14 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg);
 
 /*
+ * fetch_set_failure_memory() - how long a chunk whose backend read failed
+ * after every retry is answered EIO at once (default 3000 ms: the kernel
+ * asks again at once for the page it needed); forgets the failures seen.
+ * For tests.
+ */
+void fetch_set_failure_memory(struct fetcher *f, unsigned ms);
+
+/*
  * fetch_close() - a reader closed @ce: cache_detach(), and the chunks kept
  * in memory for the file go with its last open (the disk cache has them,
  * or the policy did not want them).

@@ -113,6 +113,7 @@ struct fetcher {
 		int64_t until_ms;
 	} failed[FAILED_SLOTS];
 	unsigned failed_next;
+	int64_t failed_ms;		/* FAILED_MS; tests shorten it */
 
 	struct membudget *mb;		/* --memory-limit; its lock is a leaf */
 	pthread_mutex_t verify_lock;	/* one verification past the budget */
@@ -223,7 +224,7 @@ static bool failed_lately_locked(struct fetcher *f, uint64_t key)
 static void note_failed_locked(struct fetcher *f, uint64_t key)
 {
 	f->failed[f->failed_next].key = key;
-	f->failed[f->failed_next].until_ms = now_ms() + FAILED_MS;
+	f->failed[f->failed_next].until_ms = now_ms() + f->failed_ms;
 	f->failed_next = (f->failed_next + 1) % FAILED_SLOTS;
 }
 
@@ -927,6 +928,7 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 	f->readahead = cf->readahead;
 	f->max_inflight = cf->max_inflight;
 	f->retries = cf->retries;
+	f->failed_ms = FAILED_MS;
 	f->mode = cf->read_mode;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->qlock, NULL);
@@ -983,6 +985,14 @@ void fetch_destroy(struct fetcher *f)
 	membudget_destroy(f->mb);
 	pthread_mutex_destroy(&f->verify_lock);
 	free(f);
+}
+
+void fetch_set_failure_memory(struct fetcher *f, unsigned ms)
+{
+	pthread_mutex_lock(&f->lock);
+	f->failed_ms = ms;
+	memset(f->failed, 0, sizeof(f->failed));
+	pthread_mutex_unlock(&f->lock);
 }
 
 void fetch_close(struct fetcher *f, struct centry *ce)

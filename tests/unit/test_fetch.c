@@ -116,6 +116,7 @@ static void test_retries(void)
 	struct env e;
 	char *data = pattern(CS, 10), *got = malloc(CS);
 	struct centry *ce;
+	unsigned reads;
 
 	env_init(&e, 64 * CS, 0, READ_DIRECT);	/* retries = 2 */
 	mem_put(e.be, "flaky", data, CS);
@@ -129,7 +130,12 @@ static void test_retries(void)
 	ce = attach(&e, "dead", NULL);
 	mem_fail(e.be, 3, -EIO);
 	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, -EIO);
-	/* and the next read works again */
+	/* a read right after fails at once, without asking the backend */
+	reads = mem_reads(e.be);
+	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, -EIO);
+	CHECK_INT(mem_reads(e.be), ==, reads);
+	/* and once the failure is forgotten, the next read works again */
+	fetch_set_failure_memory(e.fetch, 0);
 	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, 4096);
 	cache_detach(e.cache, ce);
 	env_fini(&e);
