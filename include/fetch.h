@@ -123,6 +123,9 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n);
 /* fetch_prefetching() - prefetch reads in flight */
 unsigned fetch_prefetching(struct fetcher *f);
+/* fetch_prefetching_bytes() - their chunks' bytes, in 4 KiB blocks (what
+ * the cache will charge when they are stored) */
+uint64_t fetch_prefetching_bytes(struct fetcher *f);
 /* fetch_on_prefetch_done() - @fn(arg, stored) after each prefetched chunk */
 void fetch_on_prefetch_done(struct fetcher *f,
 			    void (*fn)(void *arg, bool stored), void *arg);

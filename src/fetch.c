@@ -56,6 +56,7 @@ struct inflight {
 	int64_t sent_us;		/* this attempt started */
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
+	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
 	struct waiter *waiters;
 	struct inflight *qnext;		/* completion, retry or memory queue */
 };
@@ -89,6 +90,7 @@ struct fetcher {
 	enum read_mode mode;
 	atomic_uint inflight;		/* backend reads outstanding */
 	atomic_uint prefetching;	/* of which prefetches */
+	_Atomic uint64_t prefetching_bytes;	/* their chunks' bytes on disk */
 	void (*on_prefetch)(void *arg, bool stored);
 	void *prefetch_arg;
 	void (*on_stale)(void *arg, uint64_t fid);
@@ -731,6 +733,7 @@ static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
 	if (in->prefetch) {
 		atomic_fetch_sub(&f->prefetching, 1);
+		atomic_fetch_sub(&f->prefetching_bytes, in->pf_bytes);
 		if (f->on_prefetch)
 			f->on_prefetch(f->prefetch_arg, stored);
 	}
@@ -1053,7 +1056,11 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 				return rc;	/* -EBUSY: no memory now */
 			}
 			in->prefetch = true;
+			/* as the cache will charge it: whole 4 KiB blocks */
+			in->pf_bytes = (cache_chunk_len(f->c, ce, n) + 4095) &
+				       ~4095U;
 			atomic_fetch_add(&f->prefetching, 1);
+			atomic_fetch_add(&f->prefetching_bytes, in->pf_bytes);
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -1067,6 +1074,11 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 unsigned fetch_prefetching(struct fetcher *f)
 {
 	return atomic_load(&f->prefetching);
+}
+
+uint64_t fetch_prefetching_bytes(struct fetcher *f)
+{
+	return atomic_load(&f->prefetching_bytes);
 }
 
 void fetch_on_prefetch_done(struct fetcher *f,

@@ -59,6 +59,9 @@ void policy_add(struct policy *p, struct policy_node *n)
 
 	if (linked(n))
 		return;
+	/* never accessed (prefetched) or older than all: the front, at once */
+	if (p->head.next != &p->head && n->last < p->head.next->last)
+		at = &p->head;
 	while (at != &p->head && at->last > n->last)
 		at = at->prev;
 	n->prev = at;
@@ -142,6 +145,122 @@ static bool eligible(const struct policy_node *n, const struct policy_node *in)
 }
 
 /*
+ * The candidates of one admission (heat and auto): the CAND_MAX best
+ * eligible nodes by rank, found in one pass over the entries, so that an
+ * admission that needs many victims (a prefetch making room for several
+ * chunks out of many small files) costs one pass and one next-use lookup
+ * per entry, not one per victim.  The victims are always among them: an
+ * admission takes at most POLICY_MAX_VICTIMS distinct victims, and a
+ * node's rank only drops as it gives up bytes (its tail chunk's use comes
+ * sooner), so a node outside the best CAND_MAX never outranks one inside
+ * that has not given up anything.
+ */
+#define CAND_MAX	(POLICY_MAX_VICTIMS + 1)
+
+struct cand {
+	struct policy_node *n;
+	uint64_t use;		/* next use of its first byte (auto) */
+	double heat;
+	size_t pos;		/* place in the entry list: ties go to the first */
+};
+
+struct pick_ctx {
+	int64_t now;
+	bool ranked;		/* cands filled (at the first pick) */
+	bool future;		/* rank by next use (auto with lists) */
+	uint64_t in_use;	/* auto: when @in's next chunk is needed */
+	int ncand;
+	struct cand cand[CAND_MAX];
+};
+
+/* where the last cached chunk of @n (less what is chosen) is next used */
+static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
+			 uint64_t use)
+{
+	uint64_t have = n->cached - n->taking;
+
+	if (use == NEXT_USE_NONE)
+		return use;
+	return use + (have > p->chunk ? have - p->chunk : 0);
+}
+
+/* the rank of @c now: later use first (auto), then colder, then list order */
+static uint64_t cand_key(const struct policy *p, const struct pick_ctx *x,
+			 const struct cand *c)
+{
+	return x->future ? tail_use(p, c->n, c->use) : 0;
+}
+
+static bool outranks(uint64_t ka, const struct cand *a, uint64_t kb,
+		     const struct cand *b)
+{
+	if (ka != kb)
+		return ka > kb;
+	if (a->heat != b->heat)
+		return a->heat < b->heat;
+	return a->pos < b->pos;
+}
+
+static void rank_entries(const struct policy *p, const struct policy_node *in,
+			 struct pick_ctx *x)
+{
+	struct policy_node *n;
+	size_t pos = 0;
+
+	x->ncand = 0;
+	for (n = p->head.next; n != &p->head; n = n->next, pos++) {
+		struct cand c;
+		uint64_t k;
+		int i;
+
+		if (!eligible(n, in))
+			continue;
+		c.n = n;
+		c.use = x->future ? p->next_use(p->next_use_arg, n->fid, NULL) : 0;
+		c.heat = policy_heat(p, n, x->now);
+		c.pos = pos;
+		k = cand_key(p, x, &c);
+		if (x->ncand == CAND_MAX &&
+		    !outranks(k, &c, cand_key(p, x, &x->cand[CAND_MAX - 1]),
+			      &x->cand[CAND_MAX - 1]))
+			continue;
+		i = x->ncand < CAND_MAX ? x->ncand++ : CAND_MAX - 1;
+		for (; i > 0 && outranks(k, &c, cand_key(p, x, &x->cand[i - 1]),
+					 &x->cand[i - 1]); i--)
+			x->cand[i] = x->cand[i - 1];
+		x->cand[i] = c;
+	}
+	x->ranked = true;
+}
+
+/* the best candidate that may still give up bytes, or NULL */
+static const struct cand *best_cand(const struct policy *p,
+				    const struct policy_node *in,
+				    struct pick_ctx *x, uint64_t *key)
+{
+	const struct cand *best = NULL;
+	uint64_t bk = 0;
+	int i;
+
+	if (!x->ranked)
+		rank_entries(p, in, x);
+	for (i = 0; i < x->ncand; i++) {
+		const struct cand *c = &x->cand[i];
+		uint64_t k;
+
+		if (c->n->cached <= c->n->taking)
+			continue;
+		k = cand_key(p, x, c);
+		if (!best || outranks(k, c, bk, best)) {
+			best = c;
+			bk = k;
+		}
+	}
+	*key = bk;
+	return best;
+}
+
+/*
  * pick_fn - the next victim for @in (NULL: nobody), and in *@take how many
  * of its bytes go; NULL if nothing may go, or nothing is worth less than
  * @in.
@@ -149,16 +268,16 @@ static bool eligible(const struct policy_node *n, const struct policy_node *in)
 typedef struct policy_node *(*pick_fn)(const struct policy *p,
 				       const struct policy_node *in,
 				       enum admit_kind kind, uint64_t *take,
-				       int64_t now);
+				       struct pick_ctx *x);
 
 static struct policy_node *lru_pick(const struct policy *p,
 				    const struct policy_node *in,
 				    enum admit_kind kind, uint64_t *take,
-				    int64_t now)
+				    struct pick_ctx *x)
 {
 	struct policy_node *n;
 
-	(void)now;
+	(void)x;
 	for (n = p->head.next; n != &p->head; n = n->next)
 		if (eligible(n, in)) {
 			*take = n->cached - n->taking;
@@ -177,37 +296,16 @@ static bool hotter(const struct policy_node *in, double heat)
 static struct policy_node *heat_pick(const struct policy *p,
 				     const struct policy_node *in,
 				     enum admit_kind kind, uint64_t *take,
-				     int64_t now)
+				     struct pick_ctx *x)
 {
-	struct policy_node *n, *best = NULL;
-	double best_heat = 0;
+	const struct cand *best;
+	uint64_t key;
 
-	for (n = p->head.next; n != &p->head; n = n->next) {
-		double h;
-
-		if (!eligible(n, in))
-			continue;
-		h = policy_heat(p, n, now);
-		if (!best || h < best_heat) {
-			best = n;
-			best_heat = h;
-		}
-	}
-	if (!best || (in && !hotter(in, best_heat)))
+	best = best_cand(p, in, x, &key);
+	if (!best || (in && !hotter(in, best->heat)))
 		return NULL;
-	*take = best->cached - best->taking;
-	return best;
-}
-
-/* where the last cached chunk of @n (less what is chosen) is next used */
-static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
-			 uint64_t use)
-{
-	uint64_t have = n->cached - n->taking;
-
-	if (use == NEXT_USE_NONE)
-		return use;
-	return use + (have > p->chunk ? have - p->chunk : 0);
+	*take = best->n->cached - best->n->taking;
+	return best->n;
 }
 
 /*
@@ -218,52 +316,29 @@ static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
 static struct policy_node *auto_pick(const struct policy *p,
 				     const struct policy_node *in,
 				     enum admit_kind kind, uint64_t *take,
-				     int64_t now)
+				     struct pick_ctx *x)
 {
-	struct policy_node *n, *best = NULL;
-	uint64_t in_use = NEXT_USE_NONE, best_use = 0;
-	double best_heat = 0;
+	const struct cand *best;
+	uint64_t best_use;
 
-	if (!p->next_use)
-		return heat_pick(p, in, kind, take, now);
-	if (in) {
-		uint64_t after;
-
-		in_use = p->next_use(p->next_use_arg, in->fid, &after);
-		if (kind == ADMIT_PREFETCH)
-			in_use = after;		/* kept past the coming read? */
-		if (in_use != NEXT_USE_NONE)
-			in_use += in->cached;	/* its next chunk */
-	}
-	for (n = p->head.next; n != &p->head; n = n->next) {
-		uint64_t use;
-		double h;
-
-		if (!eligible(n, in))
-			continue;
-		use = tail_use(p, n, p->next_use(p->next_use_arg, n->fid, NULL));
-		h = policy_heat(p, n, now);
-		if (!best || use > best_use || (use == best_use && h < best_heat)) {
-			best = n;
-			best_use = use;
-			best_heat = h;
-		}
-	}
+	if (!x->future)
+		return heat_pick(p, in, kind, take, x);
+	best = best_cand(p, in, x, &best_use);
 	if (!best)
 		return NULL;
-	if (in && in_use == NEXT_USE_NONE && best_use == NEXT_USE_NONE) {
+	if (in && x->in_use == NEXT_USE_NONE && best_use == NEXT_USE_NONE) {
 		/* a prefetch streams through what no list reads again; a
 		 * demand read needs the heat rule (a scan keeps out) */
-		if (kind == ADMIT_DEMAND && !hotter(in, best_heat))
+		if (kind == ADMIT_DEMAND && !hotter(in, best->heat))
 			return NULL;
-	} else if (in && in_use >= best_use) {
+	} else if (in && x->in_use >= best_use) {
 		/* never give up what is needed sooner than the newcomer */
 		return NULL;
 	}
-	*take = best->cached - best->taking;
+	*take = best->n->cached - best->n->taking;
 	if (best_use != NEXT_USE_NONE)
 		*take = MIN(*take, p->chunk);
-	return best;
+	return best->n;
 }
 
 /*
@@ -276,11 +351,29 @@ static int choose(const struct policy *p, const struct policy_node *in,
 		  struct admission *out, int64_t now)
 {
 	uint64_t taken = p->used + p->reserved + bytes, freed = 0;
+	struct pick_ctx ctx, *x = &ctx;	/* about 2 KiB */
 	int n = 0, i, rc = 0;
 
 	out->partial = false;
 	if (bytes > p->limit)
 		return -ENOSPC;
+	if (taken <= p->limit)
+		return 0;
+	x->now = now;
+	x->ranked = false;
+	x->future = p->next_use != NULL;
+	x->in_use = NEXT_USE_NONE;
+	if (in && x->future && pick == auto_pick) {
+		uint64_t after;
+
+		x->in_use = p->next_use(p->next_use_arg, in->fid, &after);
+		if (kind == ADMIT_PREFETCH)
+			x->in_use = after;	/* kept past the coming read? */
+		if (x->in_use != NEXT_USE_NONE)
+			x->in_use += in->cached;	/* its next chunk */
+	}
+	if (pick != auto_pick)
+		x->future = false;
 	while (taken - freed > p->limit && taken > freed) {
 		struct policy_node *v;
 		uint64_t take = 0;
@@ -289,7 +382,7 @@ static int choose(const struct policy *p, const struct policy_node *in,
 			out->partial = true;
 			break;
 		}
-		v = pick(p, in, kind, &take, now);
+		v = pick(p, in, kind, &take, x);
 		if (!v || !take) {
 			rc = -ENOSPC;
 			break;

@@ -100,7 +100,6 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 			  const struct cache_ident *ci)
 {
-	uint64_t chunk = cache_chunk_size(p->c);
 	uint32_t c;
 
 	for (c = 0; c < ci->nchunks; c++) {
@@ -109,7 +108,7 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 
 		if (cache_chunk_state(p->c, ce, c) != CH_ABSENT)
 			continue;
-		flying = (uint64_t)fetch_prefetching(p->f) * chunk;
+		flying = fetch_prefetching_bytes(p->f);
 		need = flying + cache_chunk_len(p->c, ce, c);
 		if (cache_free(p->c) < need &&
 		    !cache_admits(p->c, ce, need, ADMIT_PREFETCH)) {
