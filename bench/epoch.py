@@ -379,21 +379,25 @@ class Bench:
                 ds, ", ".join("%.0f" % x for x in self.local[ds]["MiBps"])))
         w("")
         w("| data | cache/data | mode | ep | time s | MiB/s | x link | x local | backend MiB "
-          "| veth MiB | hit (bytes) | list hit | stall s | not stored | pf wasted MiB "
-          "| cache peak MiB | cpu |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| veth MiB | backend / (D-C) | hit (bytes) | list hit | stall s | not stored "
+          "| pf wasted MiB | daemon CPU s | cache peak MiB | cpu |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in self.results:
-            w("| %s | %.1f | %s | %d | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %.2f | %s | %s | %s "
-              "| %s | %.0f | %.0f%% |" % (
+            back = r.get("bytes_from_backend", r["veth_rx_bytes"])
+            dmc = r["dataset_bytes"] - r["cache_bytes"]
+            w("| %s | %.1f | %s | %d | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %s | %.2f | %s "
+              "| %s | %s | %s | %.1f | %.0f | %.0f%% |" % (
                 r["dataset"], r["ratio"], r["mode"], r["epoch"], r["secs"], r["MiBps"],
                 r["frac_link"], r["frac_local"],
                 "%.1f" % (r["bytes_from_backend"] / MIB) if "bytes_from_backend" in r else "-",
-                r["veth_rx_bytes"] / MIB, r["hit_bytes"],
+                r["veth_rx_bytes"] / MIB,
+                "%.2f" % (back / dmc) if dmc > 0 and r["epoch"] > 1 else "-",
+                r["hit_bytes"],
                 "%.2f" % r["list_hit"] if r.get("list_hit") is not None else "-",
                 "%.1f" % (r["stall_us"] / 1e6) if "stall_us" in r else "-",
                 r.get("chunks_not_stored", "-"),
                 "%.1f" % (r["prefetch_wasted_bytes"] / MIB) if "prefetch_wasted_bytes" in r else "-",
-                r["cache_peak_bytes"] / MIB, 100 * r["cpu_busy"]) + (" *" if r["other_work"] else ""))
+                r["daemon_cpu_s"], r["cache_peak_bytes"] / MIB, 100 * r["cpu_busy"]) + (" *" if r["other_work"] else ""))
         if any(r["other_work"] for r in self.results):
             w("")
             w("* other heavy work (tests, another benchmark or cluster) ran during this epoch")
