@@ -20,7 +20,8 @@ as a loader does to build its file index.
 Modes (--modes):
   fusefs-list   fusefs s3:// mount, --evict auto, with lists: at the start of epoch e the
                 orders of e (if not yet published) and e+1 are published through the mount
-                (python/fusefs_prefetch.publish), exactly as PrefetchingSampler does
+                (python/fusefs_prefetch.publish; unlike PrefetchingSampler, without
+                epoch numbers or an explicit epoch begin: every epoch is read whole)
   fusefs-heat   the same mount, no list (auto = heat without lists)
   fusefs-lru    the same mount with --evict lru, no list
   s3fs          s3fs -o use_cache on a loop-mounted ext4 file system, ensure_diskfree set so
