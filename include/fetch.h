@@ -93,8 +93,9 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 
 /*
  * fetch_set_failure_memory() - how long a chunk whose backend read failed
- * after every retry is answered EIO at once (default 3000 ms: the kernel
- * asks again at once for the page it needed); forgets the failures seen.
+ * after every retry, with a reader waiting, is answered EIO at once
+ * (default 1000 ms: the kernel asks again at once for the page it
+ * needed); forgets the failures seen.
  * For tests.
  */
 void fetch_set_failure_memory(struct fetcher *f, unsigned ms);

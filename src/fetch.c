@@ -22,12 +22,14 @@
 #define SEQ_SLOTS		1024	/* sequential-read state, by file */
 #define MAX_READ_CHUNKS		8	/* reads are <= 1 MiB, chunks >= 1 MiB */
 /*
- * A chunk whose backend read failed after every retry is answered EIO at
- * once for FAILED_MS: the kernel follows a failed read-ahead READ with a
- * READ of the page it needs, which would wait the whole bound again.
+ * A chunk whose backend read failed after every retry, with a reader
+ * waiting for it, is answered EIO at once for FAILED_MS: the kernel
+ * follows a failed READ at once with a READ of the page it needs, which
+ * would wait the whole bound again.  Failed read-ahead and prefetch
+ * (nobody waiting) are not remembered: a reader still tries them.
  */
 #define FAILED_SLOTS		64
-#define FAILED_MS		3000
+#define FAILED_MS		1000
 
 struct preq;
 
@@ -785,9 +787,9 @@ static void complete(struct fetcher *f, struct inflight *in)
 		if (ret == -ESTALE && f->on_stale)
 			f->on_stale(f->stale_arg, ci.fid);
 		/* settle the chunk first: a new reader must start afresh
-		 * (but for FAILED_MS, unless it changed: re-checked) */
+		 * (but for FAILED_MS if one waited, unless it changed) */
 		pthread_mutex_lock(&f->lock);
-		if (ret != -ESTALE)
+		if (ret != -ESTALE && in->waiters)
 			note_failed_locked(f, in->key);
 		ready = wake_locked(in, -EIO);
 		htab_del(&f->tab, in->key);

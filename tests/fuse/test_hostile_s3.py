@@ -185,10 +185,10 @@ def object_gets(srv, name):
 
 
 def test_failed_chunk_is_answered_at_once_for_a_while(s3mount, srv):
-    """A chunk whose reads failed after every retry is not fetched again
-    for 3 s: the kernel follows the failed READ with another for the page
-    it needs, which used to wait the whole bound (every attempt) again.
-    After that the backend is asked again."""
+    """A chunk whose reads failed after every retry (a reader waiting) is
+    not fetched again for 1 s: the kernel follows the failed READ with
+    another for the page it needs, which used to wait the whole bound
+    (every attempt) again.  After that the backend is asked again."""
     m = s3mount("--retries", "1", "--readahead", "0", "--passthrough", "off")
     srv.mode = "get_500"
     before = len(object_gets(srv, "normal.bin"))
@@ -202,5 +202,5 @@ def test_failed_chunk_is_answered_at_once_for_a_while(s3mount, srv):
     assert len(object_gets(srv, "normal.bin")) - before == 2, srv.requests[-6:]
     assert "reading 'normal.bin' chunk 0 failed" in m.log()
     srv.mode = "normal"
-    time.sleep(3.2)
+    time.sleep(1.2)
     assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
