@@ -92,10 +92,11 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg);
 
 /*
- * fetch_set_failure_memory() - how long a chunk whose backend read failed
- * after every retry, with a reader waiting, is answered EIO at once
- * (default 1000 ms: the kernel asks again at once for the page it
- * needed); forgets the failures seen.
+ * fetch_set_failure_memory() - how long at most a chunk whose backend
+ * read failed after every retry, with a reader waiting, is answered EIO
+ * at once (as long as its attempts took, at most 1000 ms by default: the
+ * kernel asks again at once for the page it needed); forgets the
+ * failures seen.
  * For tests.
  */
 void fetch_set_failure_memory(struct fetcher *f, unsigned ms);

@@ -23,10 +23,11 @@
 #define MAX_READ_CHUNKS		8	/* reads are <= 1 MiB, chunks >= 1 MiB */
 /*
  * A chunk whose backend read failed after every retry, with a reader
- * waiting for it, is answered EIO at once for FAILED_MS: the kernel
- * follows a failed READ at once with a READ of the page it needs, which
- * would wait the whole bound again.  Failed read-ahead and prefetch
- * (nobody waiting) are not remembered: a reader still tries them.
+ * waiting for it, is answered EIO at once for as long as its attempts
+ * took, at most FAILED_MS: the kernel follows a failed READ at once with
+ * a READ of the page it needs, which would wait the whole bound again.
+ * Failed read-ahead and prefetch (nobody waiting) are not remembered: a
+ * reader still tries them.
  */
 #define FAILED_SLOTS		64
 #define FAILED_MS		1000
@@ -56,6 +57,7 @@ struct inflight {
 	unsigned tries;
 	int64_t due_ms;			/* retry time */
 	int64_t sent_us;		/* this attempt started */
+	int64_t first_us;		/* the first attempt started */
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
@@ -225,10 +227,15 @@ static bool failed_lately_locked(struct fetcher *f, uint64_t key)
 	return false;
 }
 
-static void note_failed_locked(struct fetcher *f, uint64_t key)
+/* for as long as its attempts took, at most failed_ms: a fast failure
+ * (refused connection) is soon tried again, a slow one (timeouts) is not
+ * waited for twice in a row */
+static void note_failed_locked(struct fetcher *f, uint64_t key,
+			       int64_t took_ms)
 {
 	f->failed[f->failed_next].key = key;
-	f->failed[f->failed_next].until_ms = now_ms() + f->failed_ms;
+	f->failed[f->failed_next].until_ms = now_ms() +
+					     MIN(took_ms, f->failed_ms);
 	f->failed_next = (f->failed_next + 1) % FAILED_SLOTS;
 }
 
@@ -358,6 +365,8 @@ static void submit(struct fetcher *f, struct inflight *in)
 	in->rd.buf = in->cb->data;
 	in->rd.done = backend_done;
 	in->sent_us = now_us();
+	if (!in->tries)
+		in->first_us = in->sent_us;
 	rc = f->be->ops->read(f->be, &in->rd);
 	if (rc < 0) {
 		in->ret = rc;
@@ -790,7 +799,8 @@ static void complete(struct fetcher *f, struct inflight *in)
 		 * (but for FAILED_MS if one waited, unless it changed) */
 		pthread_mutex_lock(&f->lock);
 		if (ret != -ESTALE && in->waiters)
-			note_failed_locked(f, in->key);
+			note_failed_locked(f, in->key,
+					   (now_us() - in->first_us) / 1000);
 		ready = wake_locked(in, -EIO);
 		htab_del(&f->tab, in->key);
 		cache_abandon(f->c, in->ce, in->id.n);

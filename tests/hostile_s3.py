@@ -17,6 +17,7 @@ import itertools
 import random
 import sys
 import threading
+import time
 import urllib.parse
 
 BUCKET = "bucket"
@@ -26,7 +27,8 @@ HUGE = 256 << 20                # bytes of the huge page
 
 MODES = {
     "normal": "one object, served properly",
-    "get_500": "listing and HEAD as normal, every GET of an object answers 500 InternalError",
+    "get_500": "listing and HEAD as normal, every GET of an object answers 500 InternalError "
+               "after 0.4 s",
     "fresh_tokens": "every page empty, truncated, with a token never seen before",
     "fresh_tokens_same_keys": "every page the same keys under a fresh token",
     "alternating_tokens": "tokens A, B, A, ... with new keys on each page",
@@ -152,6 +154,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if data is None:
             return self.reply(404)
         if self.server.mode == "get_500":
+            time.sleep(0.4)             # a slow failure: remembered that long
             return self.reply(500, b"<Error><Code>InternalError</Code></Error>",
                               [("Content-Type", "application/xml")])
         if self.headers.get("If-Match", ETAG) != ETAG:

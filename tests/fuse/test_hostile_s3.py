@@ -186,7 +186,9 @@ def object_gets(srv, name):
 
 def test_failed_chunk_is_answered_at_once_for_a_while(s3mount, srv):
     """A chunk whose reads failed after every retry (a reader waiting) is
-    not fetched again for 1 s: the kernel follows the failed READ with
+    not fetched again for as long as they took, at most 1 s (here two
+    attempts of 0.4 s each and 0.1 s of backoff: 0.9 s): the kernel
+    follows the failed READ with
     another for the page it needs, which used to wait the whole bound
     (every attempt) again.  After that the backend is asked again."""
     m = s3mount("--retries", "1", "--readahead", "0", "--passthrough", "off")
