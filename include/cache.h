@@ -219,6 +219,9 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 int cache_passthrough_fd(struct cache *c, struct centry *ce);
 /* cache_read_fd() - fd to splice PRESENT ranges from (buffered) */
 int cache_read_fd(const struct centry *ce);
+/* cache_read_done() - a reader's last look at @ce without the lock is
+ * over (orders it before the entry is freed, for ThreadSanitizer) */
+void cache_read_done(struct centry *ce);
 /* cache_note_read() - heat: @bytes read through the mount */
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes);
 /* cache_missing() - chunks of @ce neither cached nor in flight */

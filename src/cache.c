@@ -104,6 +104,7 @@ static struct centry *centry_new(struct cache *c, uint64_t fid,
 
 void centry_free(struct centry *ce)
 {
+	(void)atomic_load_explicit(&ce->reads_done, memory_order_acquire);
 	free(ce->key);
 	free(ce->state);
 	free(ce->verifying);
@@ -1184,6 +1185,11 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 int cache_read_fd(const struct centry *ce)
 {
 	return ce->fd;
+}
+
+void cache_read_done(struct centry *ce)
+{
+	atomic_fetch_add_explicit(&ce->reads_done, 1, memory_order_release);
 }
 
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes)

@@ -45,6 +45,13 @@ struct centry {
 	 * sees that, so the fields are atomic (tests/stress).
 	 */
 	_Atomic int fd, dfd;
+	/*
+	 * Released by every reader after its last look at this entry without
+	 * the lock (cache_read_done()), acquired by centry_free(): the same
+	 * ordering for ThreadSanitizer, which cannot see that the kernel
+	 * answers RELEASE only after the READ's reply.
+	 */
+	atomic_uint reads_done;
 	/* unused but its files still open: in the cache's idle list */
 	struct centry *idle_prev, *idle_next;
 	bool idle;

@@ -481,6 +481,8 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 			buf += ((p[i].len + 4095) & ~4095UL) + 8192;
 		}
 	}
+	/* before the reply: once it is sent, a RELEASE may free @ce */
+	cache_read_done(ce);
 	if (err) {
 		stat_inc(f->st, read_errors);
 		done(arg, err, NULL, 0);
