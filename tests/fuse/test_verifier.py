@@ -269,39 +269,3 @@ def test_unmount_while_verifying_keeps_every_chunk(mounter, src, tmp_path):
         assert read_uncached(m.path(name)) == d, name
     assert m.stats()["bytes_from_backend"] == 0
 
-
-def test_chunks_the_verifier_keeps_are_charged_to_the_memory_budget(
-        mounter, src, tmp_path):
-    """verified chunks handed to an open file's set in memory count against
-    --memory-limit (as read-ahead, at most 3/4 of it): with a budget of 4
-    chunks at most 3 of the 12 are kept, the rest is read from disk"""
-    d = rnd(12 * CHUNK, 31)
-    hot = {"h%02d" % i: rnd(4 * CHUNK, 70 + i) for i in range(16)}
-    put(src, dict(hot, big=d))
-    cache = str(tmp_path / "cache")
-    args = ("--passthrough", "off", "--verify-depth", "1", "--memory-limit", "4M")
-    m = mounter(*args, cache=cache)
-    warm_all(m, hot)
-    warm_all(m, dict(hot, big=d))     # the others are hotter: verified first
-    m.umount()
-    # the open must come before the verifier reaches "big" (a loaded
-    # machine may lose that race): remount until it did, at most 4 times
-    for attempt in range(4):
-        m = mounter(*args, cache=cache)
-        with open(m.path("big"), "rb") as f:
-            assert wait_for(lambda: all_verified(m))
-            s = m.stats()
-            kept = s["verifier_kept"]
-            if kept == 0 and attempt < 3:
-                f.close()
-                m.umount()
-                continue
-            assert 1 <= kept <= 3, s
-            assert s["mem_budget_ahead_bytes"] == kept * CHUNK, s
-            assert s["mem_budget_used_bytes"] <= 4 * CHUNK, s
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-            assert f.read() == d
-        break
-    s = m.stats()
-    assert s["mem_budget_ahead_bytes"] == 0, s      # given back at close
-    assert s["checksum_failures"] == 0, s

@@ -184,6 +184,42 @@ static void test_memory_bound(void)
 	free(data);
 }
 
+/* verified chunks handed to an open file are charged as read-ahead, and
+ * not kept when the budget has no read-ahead room (3/4 of the limit) */
+static void test_keep_verified_is_charged(void)
+{
+	struct membudget_usage u;
+	struct chunkbuf *cb[6];
+	struct env e;
+	char *data = pattern(6 * CS, 12);
+	struct centry *ce;
+	int i, kept = 0;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	env_stop(&e);
+	e.cf.memory_limit = 4 * CS;
+	env_start(&e);
+	mem_put(e.be, "v", data, 6 * CS);
+	ce = attach(&e, "v", NULL);
+	for (i = 0; i < 6; i++) {
+		cb[i] = chunkbuf_new(CS);		/* as the verifier's */
+		CHECK(cb[i] != NULL);
+		fetch_keep_verified(e.fetch, ce, (uint32_t)i, cb[i]);
+		kept += chunkbuf_refs(cb[i]) > 1;
+	}
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(kept, ==, 3);			/* 3/4 of 4 chunks */
+	CHECK_INT(u.by_class[MB_AHEAD], ==, 3 * CS);
+	for (i = 0; i < 6; i++)
+		chunkbuf_put(cb[i]);
+	fetch_close(e.fetch, ce);		/* the set goes with the file */
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.by_class[MB_AHEAD], ==, 0);
+	CHECK_INT(u.used, ==, 0);
+	env_fini(&e);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_fetch";
@@ -194,5 +230,6 @@ int main(void)
 	TEST(test_replaced_mid_read);
 	TEST(test_retries);
 	TEST(test_memory_bound);
+	TEST(test_keep_verified_is_charged);
 	return runner_done();
 }
