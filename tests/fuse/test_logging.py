@@ -20,7 +20,7 @@ from util import CHUNK, put
 
 FLOOD = 40          # failing reads of a file whose source was removed, one
                     # per chunk (a chunk that failed is answered EIO at once
-                    # for 1 s, without a new attempt or log line)
+                    # for up to 0.2 s, without a new attempt or log line)
 
 SCRIPT = r"""
 set -eu
