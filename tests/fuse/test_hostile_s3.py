@@ -4,7 +4,6 @@ with a message and exit status 1, or the answer is refused with a log
 line and what is known is served), within a time bound, never a hang, a
 crash or memory that grows with what the server sends."""
 
-import errno
 import os
 import time
 
@@ -179,28 +178,3 @@ def test_hostile_head_is_refused(s3mount, srv, mode, message):
         if meth == "GET" and "list-type" not in path:
             assert h.get("If-Match") == ETAG, h
 
-
-def object_gets(srv, name):
-    return [r for r in srv.requests if r[0] == "GET" and r[1].endswith("/" + name)]
-
-
-def test_failed_chunk_is_answered_at_once_for_a_while(s3mount, srv):
-    """A chunk whose reads failed after every retry (a reader waiting) is
-    not fetched again for as long as they took, at most 0.2 s (a backend
-    that comes back is used at once): the kernel follows the failed READ
-    with
-    another for the page it needs, which used to wait the whole bound
-    (every attempt) again.  After that the backend is asked again."""
-    m = s3mount("--retries", "1", "--readahead", "0", "--passthrough", "off")
-    srv.mode = "get_500"
-    before = len(object_gets(srv, "normal.bin"))
-    with open(m.path("normal.bin"), "rb", buffering=0) as f:
-        with pytest.raises(OSError) as e:
-            f.read(4096)
-        assert e.value.errno == errno.EIO
-    # one attempt and one retry of chunk 0, once
-    assert len(object_gets(srv, "normal.bin")) - before == 2, srv.requests[-6:]
-    assert "reading 'normal.bin' chunk 0 failed" in m.log()
-    srv.mode = "normal"
-    time.sleep(1.2)
-    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]

@@ -128,6 +128,7 @@ static void test_retries(void)
 	cache_detach(e.cache, ce);
 	mem_put(e.be, "dead", data, CS);
 	ce = attach(&e, "dead", NULL);
+	fetch_set_failure_memory(e.fetch, 10000);	/* off by default */
 	mem_fail(e.be, 3, -EIO);
 	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, -EIO);
 	/* a read right after fails at once, without asking the backend */
