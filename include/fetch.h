@@ -123,10 +123,8 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
  * memory budget), -ENOMEM.
  */
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n);
-/* fetch_prefetching() - prefetch reads in flight */
-unsigned fetch_prefetching(struct fetcher *f);
-/* fetch_prefetching_bytes() - their chunks' bytes, in 4 KiB blocks (what
- * the cache will charge when they are stored) */
+/* fetch_prefetching_bytes() - the chunks' bytes of prefetch reads in
+ * flight, in 4 KiB blocks (what the cache will charge when stored) */
 uint64_t fetch_prefetching_bytes(struct fetcher *f);
 /* fetch_on_prefetch_done() - @fn(arg, stored) after each prefetched chunk */
 void fetch_on_prefetch_done(struct fetcher *f,

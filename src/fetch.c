@@ -1085,11 +1085,6 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
 	return 1;
 }
 
-unsigned fetch_prefetching(struct fetcher *f)
-{
-	return atomic_load(&f->prefetching);
-}
-
 uint64_t fetch_prefetching_bytes(struct fetcher *f)
 {
 	return atomic_load(&f->prefetching_bytes);
