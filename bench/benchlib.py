@@ -168,6 +168,22 @@ def s3_client(endpoint, creds, conns=16):
                                       s3={"addressing_style": "path"}))
 
 
+def start_rgw_cluster(ceph, mon_port, rgw_port, mem, cleanup):
+    """A throwaway cluster with radosgw in directory @ceph (tests/ceph/cluster.sh) on
+    127.0.0.1, stopped by @cleanup; returns (S3 credentials, radosgw pid)."""
+    cluster_sh = os.path.join(ROOT, "tests", "ceph", "cluster.sh")
+    env = dict(os.environ, CEPH_TEST_MON_PORT=str(mon_port), CEPH_TEST_RGW_PORT=str(rgw_port))
+    cleanup.add("cluster stop", lambda: subprocess.run(
+        [cluster_sh, "stop", ceph], check=False, capture_output=True))
+    r = subprocess.run([cluster_sh, "start", ceph, "--rgw", "--mem-bytes", str(mem)],
+                       env=env, capture_output=True, text=True, timeout=400)
+    if r.returncode != 0:
+        raise RuntimeError("cluster start failed:\n%s%s" % (r.stdout, r.stderr[-3000:]))
+    log(r.stdout.strip().splitlines()[-1])
+    creds = read_env_file(os.path.join(ceph, "s3.env"))
+    return creds, int(open(os.path.join(ceph, "run", "client.rgw.a.pid")).read())
+
+
 def read_env_file(path):
     out = {}
     with open(path) as f:

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,6 @@ sys.path.insert(0, HERE)
 import benchlib as bl  # noqa: E402
 from benchlib import MIB, log  # noqa: E402
 
-CLUSTER_SH = os.path.join(bl.ROOT, "tests", "ceph", "cluster.sh")
 BUCKET = "membench"
 
 # name -> (source kind, extra mount options, cache size); "CACHE" is --cache-size
@@ -91,17 +89,10 @@ class Bench:
     def start_s3(self):
         a = self.a
         self.ceph = os.path.join(self.work, "ceph")
-        env = dict(os.environ, CEPH_TEST_MON_PORT=str(a.mon_port),
-                   CEPH_TEST_RGW_PORT=str(a.rgw_port))
-        self.cleanup.add("cluster stop", lambda: subprocess.run(
-            [CLUSTER_SH, "stop", self.ceph], check=False, capture_output=True))
         mem = 3 * a.shards * a.shard_mib * MIB + (1 << 30)
-        r = subprocess.run([CLUSTER_SH, "start", self.ceph, "--rgw", "--mem-bytes", str(mem)],
-                           env=env, capture_output=True, text=True, timeout=400)
-        if r.returncode != 0:
-            raise RuntimeError("cluster start failed:\n%s%s" % (r.stdout, r.stderr[-3000:]))
+        self.creds, _ = bl.start_rgw_cluster(self.ceph, a.mon_port, a.rgw_port, mem,
+                                             self.cleanup)
         self.endpoint = "http://127.0.0.1:%d" % a.rgw_port
-        self.creds = bl.read_env_file(os.path.join(self.ceph, "s3.env"))
         c = bl.s3_client(self.endpoint, self.creds)
         c.create_bucket(Bucket=BUCKET)
         bl.upload_tree(c, BUCKET, self.data, self.names, threads=4)

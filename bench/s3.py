@@ -39,7 +39,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
 from benchlib import MIB, log  # noqa: E402
 
-CLUSTER_SH = os.path.join(bl.ROOT, "tests", "ceph", "cluster.sh")
 BUCKET = "s3bench"
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -65,18 +64,9 @@ class Bench:
         for d in ("local", "caches", "mnt", "dl"):
             os.makedirs(os.path.join(self.work, d), exist_ok=True)
         self.ceph = os.path.join(self.work, "ceph")
-        env = dict(os.environ, CEPH_TEST_MON_PORT=str(a.mon_port),
-                   CEPH_TEST_RGW_PORT=str(a.rgw_port))
-        self.cleanup.add("cluster stop", lambda: subprocess.run(
-            [CLUSTER_SH, "stop", self.ceph], check=False, capture_output=True))
         mem = 3 * a.objects * a.object_mib * MIB + (1 << 30)
-        r = subprocess.run([CLUSTER_SH, "start", self.ceph, "--rgw", "--mem-bytes", str(mem)],
-                           env=env, capture_output=True, text=True, timeout=400)
-        if r.returncode != 0:
-            raise RuntimeError("cluster start failed:\n%s%s" % (r.stdout, r.stderr[-3000:]))
-        log(r.stdout.strip().splitlines()[-1])
-        self.creds = bl.read_env_file(os.path.join(self.ceph, "s3.env"))
-        self.rgw_pid = int(open(os.path.join(self.ceph, "run", "client.rgw.a.pid")).read())
+        self.creds, self.rgw_pid = bl.start_rgw_cluster(self.ceph, a.mon_port, a.rgw_port,
+                                                        mem, self.cleanup)
         # credentials for curl and s3cmd in files, not on their command lines
         ak, sk = self.creds["AWS_ACCESS_KEY_ID"], self.creds["AWS_SECRET_ACCESS_KEY"]
         self.curlcfg = os.path.join(self.work, "curl.cfg")
