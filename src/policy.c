@@ -361,9 +361,9 @@ static int choose(const struct policy *p, const struct policy_node *in,
 		return 0;
 	x->now = now;
 	x->ranked = false;
-	x->future = p->next_use != NULL;
+	x->future = p->next_use != NULL && pick == auto_pick;
 	x->in_use = NEXT_USE_NONE;
-	if (in && x->future && pick == auto_pick) {
+	if (in && x->future) {
 		uint64_t after;
 
 		x->in_use = p->next_use(p->next_use_arg, in->fid, &after);
@@ -372,8 +372,6 @@ static int choose(const struct policy *p, const struct policy_node *in,
 		if (x->in_use != NEXT_USE_NONE)
 			x->in_use += in->cached;	/* its next chunk */
 	}
-	if (pick != auto_pick)
-		x->future = false;
 	while (taken - freed > p->limit && taken > freed) {
 		struct policy_node *v;
 		uint64_t take = 0;
