@@ -44,12 +44,14 @@ Results: JSON (--out) and a table on stdout; bench/plot.py draws the PNG.
 """
 
 import argparse
+import collections
 import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import zlib
 
@@ -58,13 +60,114 @@ import benchlib as bl  # noqa: E402
 from benchlib import MIB, log  # noqa: E402
 
 sys.path.insert(0, os.path.join(bl.ROOT, "python"))
-from fusefs_prefetch import publish  # noqa: E402
+from fusefs_prefetch import begin, publish  # noqa: E402
 
 NETNS_SH = os.path.join(bl.HERE, "netns.sh")
 NS_IP = "10.213.0.2"
 BUCKET = "bench"
 LIST_NAME = "bench"
 ALL_MODES = ["fusefs-list", "fusefs-heat", "fusefs-lru", "s3fs", "rclone"]
+ALL_VARIANTS = ["full", "drop90", "ranks2"]
+
+
+def read_epoch(root, rank_orders, threads, expect, compute_s, sample_bytes, buffer_samples):
+    """One epoch of a training job: for each rank, its order is read by @threads readers
+    (loader workers) that take the next file from a shared queue and read it with 1 MiB
+    read() calls, checking each file's CRC32 against @expect, and hand what they read to
+    the rank's consumer (the GPU) through a buffer of at most @buffer_samples samples.
+    The consumer spends @compute_s per sample (@sample_bytes of data; a file smaller
+    than that is one sample) and waits when the buffer is empty: that wait is the stall.
+    Returns dict(bytes, secs, errors, bad, stall_s, compute_s, samples): secs until every
+    rank's consumer is done, stall_s and compute_s of the slowest rank."""
+    errors, bad = [], []
+    lock = threading.Lock()
+    ranks = []
+    for order in rank_orders:
+        q = collections.deque(order)
+        ranks.append({"q": q, "cond": threading.Condition(), "tokens": collections.deque(),
+                      "buffered": 0.0, "readers": threads, "bytes": 0, "stall": 0.0,
+                      "samples": 0.0, "end": None})
+    start = threading.Barrier(len(ranks) * (threads + 1) + 1)
+
+    def reader(rk):
+        buf = bytearray(bl.BUF)
+        mv = memoryview(buf)
+        cond = rk["cond"]
+        start.wait()
+        while not bl.ABORT.is_set():
+            with cond:
+                if not rk["q"]:
+                    break
+                p = rk["q"].popleft()
+            n = crc = 0
+            try:
+                with open(os.path.join(root, p), "rb", buffering=0) as f:
+                    while True:
+                        k = f.readinto(buf)
+                        if not k:
+                            break
+                        n += k
+                        crc = zlib.crc32(mv[:k], crc)
+                        smp = max(k / sample_bytes, 1.0 if n == k else 0.0)
+                        with cond:
+                            while rk["buffered"] >= buffer_samples and not bl.ABORT.is_set():
+                                cond.wait(0.5)
+                            rk["tokens"].append(smp)
+                            rk["buffered"] += smp
+                            rk["bytes"] += k
+                            cond.notify_all()
+            except OSError as e:
+                with lock:
+                    errors.append("%s: %s" % (p, e))
+                continue
+            if expect is not None and expect.get(p) != (n, crc):
+                with lock:
+                    bad.append("%s: got %d bytes crc %08x, want %r" % (p, n, crc, expect.get(p)))
+        with cond:
+            rk["readers"] -= 1
+            cond.notify_all()
+
+    def consumer(rk):
+        cond = rk["cond"]
+        start.wait()
+        busy_until = time.perf_counter()
+        while True:
+            with cond:
+                if not rk["tokens"] and rk["readers"] > 0:
+                    t = time.perf_counter()
+                    while not rk["tokens"] and rk["readers"] > 0:
+                        cond.wait(0.5)
+                    now = time.perf_counter()
+                    rk["stall"] += now - max(t, busy_until)
+                    busy_until = max(busy_until, now)
+                if not rk["tokens"]:
+                    break
+                smp = rk["tokens"].popleft()
+                rk["buffered"] -= smp
+                cond.notify_all()
+            rk["samples"] += smp
+            # computing is a deadline, not a sum of sleeps: oversleeping is made up
+            busy_until += smp * compute_s
+            d = busy_until - time.perf_counter()
+            if d > 0:
+                time.sleep(d)
+        rk["end"] = time.perf_counter()
+
+    ts = []
+    for rk in ranks:
+        ts += [threading.Thread(target=reader, args=(rk,), daemon=True) for _ in range(threads)]
+        ts.append(threading.Thread(target=consumer, args=(rk,), daemon=True))
+    for t in ts:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    return {"bytes": sum(rk["bytes"] for rk in ranks),
+            "secs": max(rk["end"] for rk in ranks) - t0, "errors": errors, "bad": bad,
+            "stall_s": max(rk["stall"] for rk in ranks),
+            "compute_s": max(rk["samples"] for rk in ranks) * compute_s,
+            "samples": sum(rk["samples"] for rk in ranks)}
 
 
 def netns(*args, check=True):
@@ -72,6 +175,23 @@ def netns(*args, check=True):
     if check and r.returncode != 0:
         raise RuntimeError("netns.sh %s failed: %s%s" % (" ".join(args), r.stdout, r.stderr))
     return r.stdout.strip()
+
+
+def dataset_files(a, ds, rnd):
+    """([(relative path, size)], total bytes) of dataset @ds: "shardsN" is --shard-total-mib
+    of N MiB shards, "small" --small-files of ~--small-kib KiB (sizes drawn from @rnd,
+    the mean when @rnd is None)"""
+    if ds.startswith("shards"):
+        mib = int(ds[len("shards"):])
+        files = [("shard-%04d.tar" % i, mib * MIB) for i in range(a.shard_total_mib // mib)]
+    elif ds == "small":
+        lo, hi = int(a.small_kib * 1024 * 0.9), int(a.small_kib * 1024 * 1.1)
+        files = [("class-%02d/img-%05d.jpg" % (i % 16, i),
+                  rnd.randint(lo, hi) if rnd else a.small_kib * 1024)
+                 for i in range(a.small_files)]
+    else:
+        raise ValueError("unknown dataset %s (shardsN or small)" % ds)
+    return files, sum(n for _, n in files)
 
 
 def veth_rx():
@@ -139,13 +259,7 @@ class Bench:
         open(os.path.join(self.work, "rclone.conf"), "w").close()
 
     def total_bytes(self):
-        a = self.a
-        n = 0
-        if "shards" in a.datasets:
-            n += a.shards * a.shard_mib * MIB
-        if "small" in a.datasets:
-            n += a.small_files * a.small_kib * 1024
-        return n
+        return sum(dataset_files(self.a, ds, None)[1] for ds in self.a.datasets)
 
     def make_data(self):
         a = self.a
@@ -153,14 +267,7 @@ class Bench:
         t0 = time.time()
         for ds in a.datasets:
             root = os.path.join(self.work, "local", ds)
-            files = []
-            if ds == "shards":
-                for i in range(a.shards):
-                    files.append(("shard-%04d.tar" % i, a.shard_mib * MIB))
-            else:
-                lo, hi = int(a.small_kib * 1024 * 0.9), int(a.small_kib * 1024 * 1.1)
-                for i in range(a.small_files):
-                    files.append(("class-%02d/img-%05d.jpg" % (i % 16, i), rnd.randint(lo, hi)))
+            files = dataset_files(self.a, ds, rnd)[0]
             expect = {}
             for rel, size in files:
                 p = os.path.join(root, rel)
@@ -198,20 +305,55 @@ class Bench:
 
     # ---- local disk reference ----------------------------------------------------------------
 
+    def epoch_plan(self, ds, variant, e):
+        """[(list name, the order published for the rank, the part it reads)] of epoch
+        @e (0-based) of @variant: full - one rank reads its whole order; drop90 - one rank
+        reads the first 90 % of its order (a loader with drop_last, max_steps or an early
+        stop); ranks2 - two ranks read the order's even and odd positions
+        (DistributedSampler), each with its own list"""
+        order = self.datasets[ds]["orders"][e]
+        if variant == "full":
+            return [(LIST_NAME, order, order)]
+        if variant == "drop90":
+            return [(LIST_NAME, order, order[:int(len(order) * 0.9)])]
+        if variant == "ranks2":
+            return [("rank%d" % r, order[r::2], order[r::2]) for r in range(2)]
+        raise ValueError(variant)
+
+    def read(self, root, ds, variant, e):
+        a = self.a
+        plan = self.epoch_plan(ds, variant, e)
+        return read_epoch(root, [part for _, _, part in plan], a.threads // len(plan),
+                          self.datasets[ds]["expect"], a.compute_ms / 1000.0,
+                          a.sample_kib * 1024, a.buffer_samples)
+
+    def announce(self, ds, variant, e, published):
+        """what PrefetchingSampler.set_epoch(e) does for each rank: epoch e begins (its
+        list with the begin if fusefs does not have it yet), and e+1 is queued"""
+        for k in (e, e + 1):
+            for name, order, _ in self.epoch_plan(ds, variant, k):
+                if k == e and (name, k) in published:
+                    begin(self.mnt, name, epoch=k)
+                elif (name, k) not in published:
+                    publish(self.mnt, order, name, epoch=k, begin=(k == e))
+                    published.add((name, k))
+
     def run_local(self, ds):
         d = self.datasets[ds]
-        secs = []
+        secs, stall = [], []
         t0 = time.time()
         for e in range(self.a.epochs):
             bl.drop_caches()
-            r = bl.read_order(d["root"], d["orders"][e], self.a.threads, d["expect"])
+            r = self.read(d["root"], ds, "full", e)
             if r["errors"] or r["bad"]:
                 raise RuntimeError("local read failed: %r" % (r["errors"] + r["bad"])[:5])
             secs.append(r["secs"])
-        self.local[ds] = {"secs": secs, "MiBps": [d["bytes"] / s / MIB for s in secs],
+            stall.append(r["stall_s"])
+        self.local[ds] = {"secs": secs, "stall_s": stall,
+                          "MiBps": [d["bytes"] / s / MIB for s in secs],
                           "other_work": self.contention.busy(t0, time.time())}
-        log("local disk %s: %s s (%s MiB/s)" % (ds, " ".join("%.2f" % s for s in secs),
-                                                " ".join("%.0f" % x for x in self.local[ds]["MiBps"])))
+        log("local disk %s: %s s (stall %s s)" % (ds, " ".join("%.2f" % s for s in secs),
+                                                   " ".join("%.2f" % s for s in stall)))
 
     # ---- mounts --------------------------------------------------------------------------
 
@@ -271,13 +413,13 @@ class Bench:
 
     # ---- one configuration: fresh mount, N epochs -------------------------------------------
 
-    def run_config(self, ds, ratio, mode):
+    def run_config(self, ds, ratio, variant, mode):
         a = self.a
         d = self.datasets[ds]
         cache_bytes = int(ratio * d["bytes"])
-        tag = "%s-%s-%s" % (ds, ratio, mode)
-        log("==== %s: %s, cache %.0f MiB (%.2f x %.0f MiB)" % (
-            mode, ds, cache_bytes / MIB, ratio, d["bytes"] / MIB))
+        tag = "%s-%s-%s-%s" % (ds, ratio, variant, mode)
+        log("==== %s: %s %s, cache %.0f MiB (%.2f x %.0f MiB)" % (
+            mode, ds, variant, cache_bytes / MIB, ratio, d["bytes"] / MIB))
         t_mount = time.time()
         dm, cdir, extra = self.start_mount(mode, ds, cache_bytes, tag)
         is_fz = mode.startswith("fusefs")
@@ -303,19 +445,19 @@ class Bench:
                 sampler = bl.PeakSampler(cdir)
                 bl.drop_caches()
                 if mode == "fusefs-list":
-                    for k in (e, e + 1):     # PrefetchingSampler.__iter__: this and next
-                        if k not in published:
-                            publish(self.mnt, d["orders"][k], LIST_NAME)
-                            published.add(k)
-                r = bl.read_order(self.mnt, d["orders"][e], a.threads, d["expect"])
+                    self.announce(ds, variant, e, published)
+                r = self.read(self.mnt, ds, variant, e)
                 reads.append(r)
                 peak.append(sampler.stop())
-                if is_fz:
+                if mode == "fusefs-list":
                     st = bl.fusefs_stats(self.mnt)
-                    listhit.append(st.get('list_hit_ratio_permille{list="%s"}' % LIST_NAME,
-                                          st.get("list_%s_hit_ratio_permille" % LIST_NAME)))
-                log("  epoch %d: %.1f s, %.1f MiB/s%s" % (
-                    e + 1, r["secs"], r["bytes"] / r["secs"] / MIB,
+                    hits = [st.get('list_hit_ratio_permille{list="%s"}' % name)
+                            for name, _, _ in self.epoch_plan(ds, variant, e)]
+                    listhit.append(None if None in hits else min(hits))
+                else:
+                    listhit.append(None)
+                log("  epoch %d: %.1f s, %.1f MiB/s, stall %.2f s%s" % (
+                    e + 1, r["secs"], r["bytes"] / r["secs"] / MIB, r["stall_s"],
                     "" if not (r["errors"] or r["bad"]) else
                     "  ERRORS %d BAD %d: %s" % (len(r["errors"]), len(r["bad"]),
                                                  (r["errors"] + r["bad"])[:3])))
@@ -339,14 +481,24 @@ class Bench:
             other = self.contention.busy(s0["t"], s1["t"])
             rx = s1["rx"] - s0["rx"]
             busy = (s1["busy"][0] - s0["busy"][0]) / max(1, s1["busy"][1] - s0["busy"][1])
-            rec = {"dataset": ds, "ratio": ratio, "mode": mode, "epoch": e + 1,
+            # the least the link must carry: everything read in epoch 1, then what does
+            # not fit in the cache; the epoch can not be shorter than that at the link rate
+            # nor than the compute time
+            missing = r["bytes"] if e == 0 else max(0, r["bytes"] - cache_bytes)
+            bound = max(r["compute_s"], missing / self.link_Bps)
+            rec = {"dataset": ds, "ratio": ratio, "variant": variant, "mode": mode,
+                   "epoch": e + 1,
                    "dataset_bytes": d["bytes"], "files": d["files"], "cache_bytes": cache_bytes,
                    "secs": round(r["secs"], 3), "bytes_read": r["bytes"],
+                   "compute_s": round(r["compute_s"], 3), "missing_bytes": missing,
+                   "bound_s": round(bound, 3), "time_per_bound": round(r["secs"] / bound, 3),
+                   "gpu_stall_s": round(r["stall_s"], 3),
                    "MiBps": round(r["bytes"] / r["secs"] / MIB, 2),
                    "frac_link": round(r["bytes"] / r["secs"] / self.link_Bps, 3),
-                   "frac_local": round(self.local[ds]["secs"][e] / r["secs"], 3),
+                   "frac_local": (round(self.local[ds]["secs"][e] / r["secs"], 3)
+                                  if variant == "full" else None),
                    "veth_rx_bytes": rx,
-                   "hit_bytes_veth": round(1 - rx / d["bytes"], 3),
+                   "hit_bytes_veth": round(1 - rx / r["bytes"], 3),
                    "cpu_busy": round(busy, 3),
                    "daemon_cpu_s": round(s1["cpu"] - s0["cpu"], 2),
                    "rgw_cpu_s": round(s1["rgw_cpu"] - s0["rgw_cpu"], 2),
@@ -359,46 +511,49 @@ class Bench:
                           "revalidations", "backend_reads", "chunks_not_stored",
                           "readahead_chunks", "chunks_stored")}
                 rec.update(delta)
-                rec["hit_bytes"] = round(1 - delta["bytes_from_backend"] / d["bytes"], 3)
+                rec["hit_bytes"] = round(1 - delta["bytes_from_backend"] / r["bytes"], 3)
                 rec["list_hit"] = None if listhit[e] is None else listhit[e] / 1000
             else:
-                rec["hit_bytes"] = rec["hit_bytes_veth"]
+                rec["hit_bytes"] = round(1 - rx / r["bytes"], 3)
             self.results.append(rec)
-        self.configs.append({"dataset": ds, "ratio": ratio, "mode": mode, "mount_s": round(mount_s, 2),
+        self.configs.append({"dataset": ds, "ratio": ratio, "variant": variant, "mode": mode, "mount_s": round(mount_s, 2),
                              "walk_s": round(walk_s, 2), "cache_used_end": cache_used,
                              "final_stats": final_stats, **extra})
 
     # ---- output --------------------------------------------------------------------------
 
     def table(self):
+        a = self.a
         lines = []
         w = lines.append
-        w("link %d mbit/s (%.1f MiB/s), %d readers, page cache dropped before each epoch" % (
-            self.a.rate_mbit, self.link_Bps / MIB, self.a.threads))
+        w("link %d mbit/s (%.1f MiB/s), %d readers per job (split between the ranks of "
+          "ranks2), %.1f ms of compute per sample of %d KiB, a buffer of %d samples per rank, "
+          "page cache dropped before each epoch" % (
+              a.rate_mbit, self.link_Bps / MIB, a.threads, a.compute_ms, a.sample_kib,
+              a.buffer_samples))
         for ds in self.local:
-            w("local disk %s: %s MiB/s per epoch order" % (
-                ds, ", ".join("%.0f" % x for x in self.local[ds]["MiBps"])))
+            w("local disk %s (full variant): %s s per epoch, stall %s s" % (
+                ds, ", ".join("%.2f" % x for x in self.local[ds]["secs"]),
+                ", ".join("%.2f" % x for x in self.local[ds]["stall_s"])))
         w("")
-        w("| data | cache/data | mode | ep | time s | MiB/s | x link | x local | backend MiB "
-          "| veth MiB | backend / (D-C) | hit (bytes) | list hit | stall s | not stored "
-          "| pf wasted MiB | daemon CPU s | cache peak MiB | cpu |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        w("| data | cache/data | variant | mode | ep | time s | compute s | bound s "
+          "| time / bound | stall s | fuse wait s | backend MiB | backend / (read - C) "
+          "| hit (bytes) | list hit | x local | daemon CPU s |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in self.results:
             back = r.get("bytes_from_backend", r["veth_rx_bytes"])
-            dmc = r["dataset_bytes"] - r["cache_bytes"]
-            w("| %s | %.1f | %s | %d | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %s | %.2f | %s "
-              "| %s | %s | %s | %.1f | %.0f | %.0f%% |" % (
-                r["dataset"], r["ratio"], r["mode"], r["epoch"], r["secs"], r["MiBps"],
-                r["frac_link"], r["frac_local"],
-                "%.1f" % (r["bytes_from_backend"] / MIB) if "bytes_from_backend" in r else "-",
-                r["veth_rx_bytes"] / MIB,
-                "%.2f" % (back / dmc) if dmc > 0 and r["epoch"] > 1 else "-",
+            rmc = r["bytes_read"] - r["cache_bytes"]
+            w("| %s | %.1f | %s | %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %s "
+              "| %.3f | %s | %s | %.1f |" % (
+                r["dataset"], r["ratio"], r["variant"], r["mode"], r["epoch"], r["secs"],
+                r["compute_s"], r["bound_s"], r["time_per_bound"], r["gpu_stall_s"],
+                "%.1f" % (r["stall_us"] / 1e6) if "stall_us" in r else "-",
+                back / MIB,
+                "%.3f" % (back / rmc) if rmc > 0 and r["epoch"] > 1 else "-",
                 r["hit_bytes"],
                 "%.2f" % r["list_hit"] if r.get("list_hit") is not None else "-",
-                "%.1f" % (r["stall_us"] / 1e6) if "stall_us" in r else "-",
-                r.get("chunks_not_stored", "-"),
-                "%.1f" % (r["prefetch_wasted_bytes"] / MIB) if "prefetch_wasted_bytes" in r else "-",
-                r["daemon_cpu_s"], r["cache_peak_bytes"] / MIB, 100 * r["cpu_busy"]) + (" *" if r["other_work"] else ""))
+                "%.2f" % r["frac_local"] if r.get("frac_local") is not None else "-",
+                r["daemon_cpu_s"]) + (" *" if r["other_work"] else ""))
         if any(r["other_work"] for r in self.results):
             w("")
             w("* other heavy work (tests, another benchmark or cluster) ran during this epoch")
@@ -417,15 +572,26 @@ def main():
     ap.add_argument("--work", default=None, help="scratch dir (default /var/tmp/fusefs-epoch.*)")
     ap.add_argument("--out", default="/tmp/fusefs-bench-epoch.json")
     ap.add_argument("--rate-mbit", type=int, default=200)
-    ap.add_argument("--shards", type=int, default=16)
-    ap.add_argument("--shard-mib", type=int, default=32)
+    ap.add_argument("--shard-total-mib", type=int, default=512,
+                    help="bytes of each shardsN dataset, in MiB")
     ap.add_argument("--small-files", type=int, default=5000)
     ap.add_argument("--small-kib", type=int, default=100)
-    ap.add_argument("--ratios", default="1.2,0.5")
+    ap.add_argument("--ratios", default="0.5")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--datasets", default="shards,small")
-    ap.add_argument("--modes", default=",".join(ALL_MODES))
+    ap.add_argument("--datasets", default="shards32,shards8,small",
+                    help="shardsN (N MiB shards) and/or small")
+    ap.add_argument("--modes", default=",".join(ALL_MODES),
+                    help="modes of the full variant")
+    ap.add_argument("--variants", default=",".join(ALL_VARIANTS))
+    ap.add_argument("--variant-modes", default="fusefs-list,fusefs-heat",
+                    help="modes of the drop90 and ranks2 variants")
+    ap.add_argument("--compute-ms", type=float, default=2.0,
+                    help="GPU time per sample (0: none)")
+    ap.add_argument("--sample-kib", type=int, default=100,
+                    help="bytes of a sample in a shard (a small file is one sample)")
+    ap.add_argument("--buffer-samples", type=int, default=64,
+                    help="samples the loader may hold ahead of the GPU, per rank")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mon-port", type=int, default=int(os.environ.get("CEPH_TEST_MON_PORT", 6900)))
     ap.add_argument("--rgw-port", type=int, default=int(os.environ.get("CEPH_TEST_RGW_PORT", 7600)))
@@ -437,15 +603,26 @@ def main():
     a.ratios = [float(x) for x in a.ratios.split(",")]
     a.datasets = a.datasets.split(",")
     a.modes = a.modes.split(",")
-    for m in a.modes:
+    a.variants = a.variants.split(",")
+    a.variant_modes = a.variant_modes.split(",")
+    for m in a.modes + a.variant_modes:
         if m not in ALL_MODES:
             sys.exit("unknown mode %s (modes: %s)" % (m, ", ".join(ALL_MODES)))
+    for v in a.variants:
+        if v not in ALL_VARIANTS:
+            sys.exit("unknown variant %s (variants: %s)" % (v, ", ".join(ALL_VARIANTS)))
+    for ds in a.datasets:
+        if not (ds == "small" or (ds.startswith("shards") and ds[6:].isdigit()
+                                  and int(ds[6:]) > 0)):
+            sys.exit("unknown dataset %s (shardsN or small)" % ds)
+    if a.threads % 2:
+        sys.exit("--threads must be even (the ranks2 variant splits them)")
     if os.geteuid() != 0:
         sys.exit("epoch bench: must run as root (netns, tc, drop_caches, loop mounts)")
     if not os.access(a.bin, os.X_OK):
         sys.exit("epoch bench: %s is not executable (run make)" % a.bin)
     for tool in {"s3fs": "s3fs", "rclone": "rclone"}.items():
-        if tool[0] in a.modes and not shutil.which(tool[1]):
+        if tool[0] in a.modes + a.variant_modes and not shutil.which(tool[1]):
             sys.exit("epoch bench: %s is not installed (scripts/deps.sh)" % tool[1])
     if a.work is None:
         import tempfile
@@ -467,11 +644,12 @@ def main():
             b.run_local(ds)
         for ds in a.datasets:
             for ratio in a.ratios:
-                for mode in a.modes:
-                    try:
-                        b.run_config(ds, ratio, mode)
-                    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-                        b.problem("%s %s %s failed: %r" % (ds, ratio, mode, e))
+                for variant in a.variants:
+                    for mode in (a.modes if variant == "full" else a.variant_modes):
+                        try:
+                            b.run_config(ds, ratio, variant, mode)
+                        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                            b.problem("%s %s %s %s failed: %r" % (ds, ratio, variant, mode, e))
     except BaseException as e:
         b.problem("aborted: %r" % e)
         rc = 1

@@ -3,7 +3,8 @@
 
     bench/plot.py RESULTS.json [OUT.png]      (default docs/benchmarks-epoch.png)
 
-One column per dataset and cache/dataset ratio. Top row: throughput per epoch (log
+One column per dataset and cache/dataset ratio, the full variant only (every epoch reads
+its whole order; the drop90 and ranks2 variants are in the table). Top row: throughput per epoch (log
 scale) with the link rate and the local-disk read of the same order as reference lines.
 Bottom row: bytes fetched from the backend per epoch as a fraction of the dataset (fusefs:
 its bytes_from_backend; peers: bytes received on the veth), with the least possible
@@ -45,7 +46,7 @@ def main():
         top, bot = axes[0][c], axes[1][c]
         for i, m in enumerate(modes):
             rs = {r["epoch"]: r for r in res if r["dataset"] == ds and r["ratio"] == ra
-                  and r["mode"] == m}
+                  and r["mode"] == m and r.get("variant", "full") == "full"}
             xs = [e + (i - (len(modes) - 1) / 2) * width for e in range(1, epochs + 1)]
             top.bar(xs, [rs[e]["MiBps"] if e in rs else 0 for e in range(1, epochs + 1)],
                     width, label=m, color=COLORS.get(m))

@@ -55,7 +55,11 @@
  * lists_next_use_bytes() in bytes):
  * an unread file of the current epoch at or after low is used in
  * idx - low; a file read or skipped this epoch takes its next use from
- * the queued epochs.  A list whose reader stopped (no open, publish or
+ * the queued epochs.  An epoch is expected to end where the previous one
+ * did, at the same fraction of its list (drop_last, max_steps): its
+ * files from there on also take their next use from the queued epochs,
+ * and the prefetch window skips them, until the reader opens one of them
+ * ("expected_end"; a begin of an earlier epoch forgets it).  A list whose reader stopped (no open, publish or
  * begin for lists_set_idle() seconds) is idle: it is neither prefetched
  * nor counted for next use, so its files stop holding cache space; its
  * next open makes it active again.

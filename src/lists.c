@@ -45,6 +45,8 @@ struct rlist {
 	uint32_t nstrag;	/* sorted (see take_straggler()) */
 	uint64_t epochs;	/* completed (advanced past) */
 	double last_ratio;	/* hit ratio of the previous epoch, -1 none */
+	double stop;		/* where the previous epoch ended, as a
+				 * fraction of its list (1: at its end) */
 	uint64_t mark_serial;	/* ready mark: every unread file from low */
 	uint32_t mark_i;	/* up to ent mark_i of the epoch with this
 				 * serial was on disk when last looked at */
@@ -181,6 +183,31 @@ static uint32_t repeat_window(const struct lists *l, const struct epoch *e)
 static uint64_t remaining(const struct epoch *e)
 {
 	return e->n - e->low - e->read_ahead;
+}
+
+/*
+ * One past the last file of @r's current epoch @e the reader is expected
+ * to open: where the previous epoch ended, at the same fraction of the
+ * list (a loader with drop_last, max_steps or limit_train_batches stops
+ * at the same place every epoch), until the reader goes past it.  Files
+ * from there on take their next use from the queued epochs.  Never below
+ * low: high >= low, and high > end lifts the limit.
+ */
+static uint32_t expected_end(const struct rlist *r, const struct epoch *e)
+{
+	uint32_t end;
+
+	if (r->stop >= 1.0)
+		return e->n;
+	end = (uint32_t)(r->stop * e->n + 0.5);
+	return e->high > end ? e->n : end;
+}
+
+/* remaining() up to expected_end() (read files are all below it) */
+static uint64_t remaining_expected(const struct rlist *r,
+				   const struct epoch *e)
+{
+	return expected_end(r, e) - e->low - e->read_ahead;
 }
 
 /* low past the read files in front of it */
@@ -460,6 +487,7 @@ static int find_or_add(struct lists *l, const char *name, uint64_t now,
 			return -ENOMEM;
 		snprintf(r->name, sizeof(r->name), "%s", name);
 		r->last_ratio = -1;
+		r->stop = 1.0;
 		r->want = LIST_NO_EPOCH;
 		r->last_no = LIST_NO_EPOCH;
 		r->active_ms = now;
@@ -549,6 +577,15 @@ static void make_current(struct rlist *r, struct epoch *e, uint64_t at)
 	r->want = LIST_NO_EPOCH;
 }
 
+/* the current epoch ends for the next one: remember where */
+static void learn_stop(struct rlist *r)
+{
+	const struct epoch *e = r->cur;
+
+	if (e && e->opened)
+		r->stop = e->high >= e->n ? 1.0 : (double)e->high / e->n;
+}
+
 /* the first queued epoch becomes current (or none is) */
 static void advance(struct rlist *r, bool stragglers)
 {
@@ -556,6 +593,7 @@ static void advance(struct rlist *r, bool stragglers)
 		keep_stragglers(r);
 	else
 		drop_stragglers(r);
+	learn_stop(r);
 	retire(r);
 	if (r->nq)
 		make_current(r, pop_queued(r), 0);
@@ -588,6 +626,10 @@ static int64_t begin(struct rlist *r, int64_t no, uint64_t at)
 		restart(r->cur, at);	/* from the start, or resumed */
 		return no;
 	}
+	if (was == LIST_NO_EPOCH || no > was)
+		learn_stop(r);
+	else
+		r->stop = 1.0;	/* a restart: where it crashed says nothing */
 	retire(r);
 	/* back to an earlier epoch (a restart): what was queued is void */
 	drop_queued(r, no, was != LIST_NO_EPOCH && no < was);
@@ -692,6 +734,7 @@ static enum list_outcome place_numbered(const struct lists *l,
 		retire(r);
 		drop_queued(r, 0, true);
 		r->want = LIST_NO_EPOCH;
+		r->stop = 1.0;
 		c = LIST_NO_EPOCH;
 	}
 	if (r->cur && e->no == c) {
@@ -926,14 +969,17 @@ static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
 		if (is_idle(l, r, now))
 			continue;
 		if (e) {
+			uint32_t end = expected_end(r, e);
+
 			x = htab_get(&e->by_fid, fid);
-			if (x && unread_ahead(e, x)) {
+			if (x && unread_ahead(e, x) && x->idx < end) {
 				two_min(&best, &second, bytes ?
 					x->off - e->ents[e->low].off :
 					(uint64_t)(x->idx - e->low));
 				found++;
 			}
-			base = bytes ? bytes_from(e, e->low) : remaining(e);
+			base = bytes ? bytes_from(e, e->low) - bytes_from(e, end) :
+				       remaining_expected(r, e);
 		}
 		for (k = 0; k < r->nq && found < 2; k++) {
 			x = htab_get(&r->q[k]->by_fid, fid);
@@ -985,7 +1031,7 @@ static const struct ent *cursor_next(struct cursor *c)
 
 		if (!e && c->ep >= 0)
 			return NULL;
-		if (!e || c->i >= e->n) {
+		if (!e || c->i >= (c->ep < 0 ? expected_end(c->r, e) : e->n)) {
 			c->ep++;
 			c->i = 0;
 			continue;
@@ -1191,7 +1237,7 @@ void list_report_print(const struct list_report *r, FILE *f)
 
 enum {
 	K_POS, K_FILES, K_NEXT, K_EPOCHS, K_LEADF, K_LEADB, K_HIT, K_LAST,
-	K_EPOCH, K_NEXTNO, K_QUEUED, K_READ, K_REMAINING, K_IDLE, K_N
+	K_EPOCH, K_NEXTNO, K_QUEUED, K_READ, K_REMAINING, K_END, K_IDLE, K_N
 };
 
 static int64_t list_value(const struct lists *l, const struct rlist *r,
@@ -1229,6 +1275,8 @@ static int64_t list_value(const struct lists *l, const struct rlist *r,
 		return e ? (int64_t)e->opened : 0;
 	case K_REMAINING:
 		return e ? (int64_t)remaining(e) : 0;
+	case K_END:
+		return e ? (int64_t)expected_end(r, e) : 0;
 	default:
 		return is_idle(l, r, now);
 	}
@@ -1238,7 +1286,7 @@ static const char *const list_keys[K_N] = {
 	"position", "files", "next_epoch_files", "epochs_done",
 	"lead_files", "lead_bytes", "hit_ratio_permille",
 	"last_hit_ratio_permille", "epoch", "next_epoch", "queued",
-	"read", "remaining", "idle",
+	"read", "remaining", "expected_end", "idle",
 };
 
 void lists_print(struct lists *l, FILE *f)
@@ -1309,10 +1357,11 @@ void lists_print_one(struct lists *l, const char *name, FILE *f)
 		r->nq ? r->q[0]->n : 0, r->epochs, files, bytes, e && e->opened ?
 		(double)e->ready / e->opened : 0.0, r->last_ratio);
 	fprintf(f, "state %s\nepoch %" PRId64 "\nlow %u\nread %" PRIu64
-		"\nremaining %" PRIu64 "\nnext_epoch %" PRId64 "\nqueued %u\n"
-		"idle_seconds %" PRIu64 "\nwindow %u\n",
+		"\nremaining %" PRIu64 "\nexpected_end %u\nnext_epoch %" PRId64
+		"\nqueued %u\nidle_seconds %" PRIu64 "\nwindow %u\n",
 		state_name(l, r, now), e ? e->no : r->want, e ? e->low : 0,
 		e ? e->opened : 0, e ? remaining(e) : 0,
+		e ? expected_end(r, e) : 0,
 		r->nq ? r->q[0]->no : LIST_NO_EPOCH, r->nq,
 		(now - r->active_ms) / 1000, e ? ooo_window(l, e) : 0);
 	fprintf(f, "# last publish\n");

@@ -6,7 +6,8 @@
  * next use, the prefetch window, per-list leads, and the epoch protocol
  * of docs/epochs.md, one test per transition: header lines, numbered
  * queueing (the queue full, a republished current epoch), an explicit
- * begin after 90% of an epoch (drop_last), the implicit advance by the
+ * begin after 90% of an epoch (drop_last), the next epoch expected to end
+ * where that one did (learned stop), the implicit advance by the
  * queued epoch's head, a resume mid-epoch and a restart from an older
  * epoch, opens out of order within and outside the window, a repeated
  * open, the previous epoch's stragglers, a stale publish, two ranks'
@@ -873,12 +874,61 @@ static void test_drop_last_explicit_begin(void)
 	CHECK_INT(POS(l, "a"), ==, 0);
 	CHECK_INT(NEXTNO(l, "a"), ==, 2);
 	CHECK_INT(value(l, "last_hit_ratio_permille", "a"), ==, 1000);
-	CHECK_INT(lists_next_use(l, F(95)), ==, 95);
+	/* epoch 0 ended at 90 of 100: so will epoch 1, f95 is epoch 2's */
+	CHECK_INT(value(l, "expected_end", "a"), ==, 90);
+	CHECK_INT(lists_next_use(l, F(95)), ==, 90 + 95);
+	CHECK_INT(lists_next_use(l, F(85)), ==, 85);
 	/* the same with lists_begin() and with "the next epoch" */
 	open_range(l, 0, 50);
 	CHECK_INT(lists_begin(l, "a", LIST_NO_EPOCH, 0), ==, 0);
 	CHECK_INT(EPOCH(l, "a"), ==, 2);
 	CHECK_INT(QUEUED(l, "a"), ==, 0);
+	lists_destroy(l);
+}
+
+/*
+ * Epochs end where the previous one did (limit_train_batches, max_steps):
+ * the files past that point are needed in the next epoch, not this one,
+ * until the reader goes past it; an epoch read to its end, a restart from
+ * an older epoch and a new job forget it.
+ */
+static void test_learned_stop(void)
+{
+	struct lists *l = lists_create();
+
+	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 100, NULL), ==, 0);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 100);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 100, NULL), ==, 0);
+	open_range(l, 0, 90);
+	CHECK_INT(publish(l, "a", "# begin 1\n", NULL), ==, 0);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 90);
+	/* nothing queued: the tail has no known use, the window ends at it */
+	CHECK_INT(lists_next_use(l, F(95)), ==, NEVER);
+	CHECK_STR(window(l, 88, 8), "f88 f89");
+	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 0, 100, NULL), ==, 0);
+	CHECK_INT(lists_next_use(l, F(95)), ==, 90 + 95);
+	CHECK_STR(window(l, 88, 4), "f88 f89 f0 f1");
+	/* the same fraction of another length */
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 50, NULL), ==, 0);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 45);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 100, NULL), ==, 0);
+	/* the reader goes past it: this epoch is read to its end after all */
+	open_range(l, 0, 91);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 100);
+	CHECK_INT(lists_next_use(l, F(95)), ==, 95 - 91);
+	open_range(l, 91, 100);
+	CHECK_INT(lists_begin(l, "a", 2, 0), ==, 0);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 100);
+	/* epoch 2 stops at 30, then a restart from epoch 1's checkpoint */
+	CHECK_INT(publish_range(l, "a", "# epoch 3\n", 0, 100, NULL), ==, 0);
+	open_range(l, 0, 30);
+	CHECK_INT(lists_begin(l, "a", 3, 0), ==, 0);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 30);
+	open_range(l, 0, 20);
+	CHECK_INT(lists_begin(l, "a", 1, 0), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 100, NULL), ==, 0);
+	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(value(l, "expected_end", "a"), ==, 100);
 	lists_destroy(l);
 }
 
@@ -1234,6 +1284,7 @@ int main(void)
 	TEST(test_headers);
 	TEST(test_numbered_queue);
 	TEST(test_drop_last_explicit_begin);
+	TEST(test_learned_stop);
 	TEST(test_drop_last_implicit);
 	TEST(test_resume);
 	TEST(test_out_of_order_within_window);
