@@ -1,27 +1,39 @@
 #!/usr/bin/python3
-"""fusefs epoch benchmark (issue 4 item 8; `make bench-epoch`; docs/benchmarks-epoch.md).
+"""fusefs epoch benchmark (issue 4 item 8, issue 10 item 8; `make bench-epoch`;
+docs/benchmarks-epoch.md).
 
 A throwaway Ceph cluster (mon, memstore OSD, mgr, radosgw) runs inside a network namespace
-reached only through a veth pair shaped with tbf (bench/netns.sh). Two datasets live in one
-bucket on that radosgw, with a local copy of each:
+reached only through a veth pair shaped with tbf (bench/netns.sh). The datasets live in one
+bucket on that radosgw, with a local copy of each (--datasets):
 
-  shards  --shards files of --shard-mib MiB (default 16 x 32 MiB = 512 MiB)
-  small   --small-files files of ~--small-kib KiB (uniform +-10 %), in 16 directories
-          (default 5,000 x ~100 KiB = ~490 MiB; the issue asks for 20,000)
+  shardsN  --shard-total-mib (512) of N MiB shards (default shards32 and shards8)
+  small    --small-files files of ~--small-kib KiB (uniform +-10 %), in 16 directories
+           (default 5,000 x ~100 KiB = ~490 MiB; the issue asks for 20,000)
 
-For each dataset, cache/dataset ratio (--ratios, default 1.2 and 0.5) and mode, a fresh
+For each dataset, cache/dataset ratio (--ratios, default 0.5), variant and mode, a fresh
 mount with an empty cache reads --epochs (3) shuffled epochs; each epoch's order is a
 seeded permutation, the same for every mode. Before each epoch the page cache is dropped
-(sync; echo 3 > /proc/sys/vm/drop_caches). --threads (4) readers take the next file of
-the epoch's order from a shared queue and read it with 1 MiB read() calls, checking each
-file's CRC32 against the local copy. Before epoch 1 the tree is walked once (untimed),
-as a loader does to build its file index.
+(sync; echo 3 > /proc/sys/vm/drop_caches). Before epoch 1 the tree is walked once
+(untimed), as a loader does to build its file index.
 
-Modes (--modes):
-  fusefs-list   fusefs s3:// mount, --evict auto, with lists: at the start of epoch e the
-                orders of e (if not yet published) and e+1 are published through the mount
-                (python/fusefs_prefetch.publish; unlike PrefetchingSampler, without
-                epoch numbers or an explicit epoch begin: every epoch is read whole)
+A training job (read_epoch()): --threads (4) loader workers take the next file of the
+order from a shared queue, read it with 1 MiB read() calls (checking each file's CRC32
+against the local copy) and hand the samples to the GPU through a buffer of
+--buffer-samples (64) samples; the GPU spends --compute-ms (2) per sample (a
+--sample-kib (100) KiB record of a shard, or one small file). Its waits on an empty
+buffer are the stall. Variants (--variants):
+  full    one job reads each epoch's whole order (every mode of --modes)
+  drop90  one job reads the first 90 % of each epoch's order (a loader with drop_last,
+          max_steps or limit_train_batches); the whole order is published
+  ranks2  two jobs (ranks) of --threads/2 workers read the even and odd positions of the
+          order (DistributedSampler), each with its own list
+drop90 and ranks2 run the modes of --variant-modes (lists and heat).
+
+Modes:
+  fusefs-list   fusefs s3:// mount, --evict auto, with lists: at the start of epoch e each
+                rank does what PrefetchingSampler.set_epoch(e) does: epoch e begins (its
+                list with "# epoch e" and "# begin" if not yet published, else a begin)
+                and epoch e+1's list is queued
   fusefs-heat   the same mount, no list (auto = heat without lists)
   fusefs-lru    the same mount with --evict lru, no list
   s3fs          s3fs -o use_cache on a loop-mounted ext4 file system, ensure_diskfree set so
@@ -31,16 +43,18 @@ Modes (--modes):
                 default every minute)
 Every mount uses the same cache size (ratio x dataset bytes), the same radosgw and link.
 
-Reported per epoch: time, throughput (dataset bytes / time) as a fraction of the link rate
-and of a local-disk read of the same order (same readers, page cache dropped), the
-backend bytes (fusefs: bytes_from_backend; all modes: bytes received on the host end of
-the veth, which includes HTTP/TCP overhead), the byte hit ratio 1 - backend/dataset
-(against cache/dataset), and for fusefs stall_us, prefetch counters and the list's
-files-ready-at-open hit ratio. Backend bytes of epoch e are counted from just before its
-page-cache drop to just before the next epoch's (so prefetch done in between counts for
-the epoch that caused it).
+Reported per epoch: time; compute (samples x compute time, of the slowest rank); the bound
+max(compute, missing bytes / link rate) where missing is everything read in epoch 1 and
+then what was read minus the cache size; time / bound; the GPU stall; fusefs' own
+stall_us (reads waiting on the backend, summed over readers); backend bytes (fusefs:
+bytes_from_backend; peers: bytes received on the host end of the veth, which includes
+HTTP/TCP overhead) and their ratio to (read - cache); the byte hit ratio; the list's
+files-ready-at-open hit ratio; the time of a local-disk read of the same order by the
+same job (full variant); daemon CPU. Backend bytes of epoch e are counted from just
+before its page-cache drop to just before the next epoch's (so prefetch done in between
+counts for the epoch that caused it).
 
-Results: JSON (--out) and a table on stdout; bench/plot.py draws the PNG.
+Results: JSON (--out) and a table on stdout; bench/plot.py draws the PNG (full variant).
 """
 
 import argparse
