@@ -5,7 +5,8 @@
 
 One column per dataset and cache/dataset ratio, the full variant only (every epoch reads
 its whole order; the drop90 and ranks2 variants are in the table). Top row: throughput per epoch (log
-scale) with the link rate and the local-disk read of the same order as reference lines.
+scale) with the link rate and the local-disk read of the same order (by the same job, with
+the same compute time) as reference lines.
 Bottom row: bytes fetched from the backend per epoch as a fraction of the dataset (fusefs:
 its bytes_from_backend; peers: bytes received on the veth), with the least possible
 (1 in epoch 1, then max(0, 1 - cache/dataset)) as a reference; above 1 means data was
@@ -77,7 +78,8 @@ def main():
     l += ["least possible (bottom)"]
     fig.legend(h, l, loc="lower center", ncol=len(l), fontsize=9, frameon=False)
     fig.suptitle("fusefs epoch benchmark: %d mbit/s tbf link to radosgw, %d readers, "
-                 "page cache dropped per epoch" % (cfg["rate_mbit"], cfg["threads"]),
+                 "%s ms of compute per sample, page cache dropped per epoch" % (
+                     cfg["rate_mbit"], cfg["threads"], cfg.get("compute_ms", 0)),
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     fig.savefig(out, dpi=110)
