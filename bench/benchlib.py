@@ -278,7 +278,8 @@ class Daemon:
     own_ns: cmd execs the daemon in a mount namespace of its own (unshare --mount ...
     exec DAEMON, same pid): the mount is looked for and unmounted there."""
 
-    def __init__(self, name, cmd, mnt, logpath, cleanup, env=None, own_ns=False):
+    def __init__(self, name, cmd, mnt, logpath, cleanup, env=None, own_ns=False,
+                 timeout=60):
         self.name, self.cmd, self.mnt, self.own_ns = name, cmd, mnt, own_ns
         os.makedirs(mnt, exist_ok=True)
         self.logf = open(logpath, "ab")
@@ -290,7 +291,8 @@ class Daemon:
         self.cleanup = cleanup
         self.cidx = cleanup.add("%s pid %d" % (name, self.proc.pid), self.kill)
         try:
-            wait_mount(mnt, self.proc, mounted=(lambda m: mounted_in(self.proc.pid, m))
+            wait_mount(mnt, self.proc, timeout=timeout,
+                       mounted=(lambda m: mounted_in(self.proc.pid, m))
                        if own_ns else os.path.ismount)
         except BaseException:
             self.kill()
@@ -335,6 +337,15 @@ class Daemon:
                        stderr=subprocess.DEVNULL)
         self.logf.close()
         self.cleanup.done(self.cidx)
+
+
+def rss_kib(pid):
+    """VmRSS of process @pid in KiB (-1 if not found)"""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
 
 
 def fusefs_stats(mnt):

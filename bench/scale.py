@@ -18,9 +18,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import rss_kib  # noqa: E402
 
 MAGIC = "#fusefs-manifest 1\n"
 
@@ -40,14 +44,6 @@ def write_big_dir(path, n):
     with gzip.open(path, "wt", compresslevel=1) as f:
         f.write(MAGIC)
         f.write("".join(f"big/f{i:07}\t{i}\tv{i}\n" for i in range(n)))
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def du(path):
