@@ -92,9 +92,10 @@ def clean_env():
 
 # ---- reading -----------------------------------------------------------------------------
 
-def read_one(path, buf, open_secs=None):
+def read_one(path, buf, open_secs=None, on_read=None):
     """(bytes, crc32) of one file read with 1 MiB read() calls; the time open() took is
-    appended to the list open_secs if one is given."""
+    appended to the list open_secs if one is given; on_read(k, first) is called after
+    each read() of k > 0 bytes (first: the file's first)."""
     n = 0
     crc = 0
     mv = memoryview(buf)
@@ -109,6 +110,8 @@ def read_one(path, buf, open_secs=None):
                 break
             n += k
             crc = zlib.crc32(mv[:k], crc)
+            if on_read:
+                on_read(k, n == k)
     return n, crc
 
 

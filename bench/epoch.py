@@ -105,31 +105,26 @@ def read_epoch(root, rank_orders, threads, expect, compute_s, sample_bytes, buff
 
     def reader(rk):
         buf = bytearray(bl.BUF)
-        mv = memoryview(buf)
         cond = rk["cond"]
+
+        def hand_over(k, first):
+            smp = max(k / sample_bytes, 1.0 if first else 0.0)
+            with cond:
+                while rk["buffered"] >= buffer_samples and not bl.ABORT.is_set():
+                    cond.wait(0.5)
+                rk["tokens"].append(smp)
+                rk["buffered"] += smp
+                rk["bytes"] += k
+                cond.notify_all()
+
         start.wait()
         while not bl.ABORT.is_set():
             with cond:
                 if not rk["q"]:
                     break
                 p = rk["q"].popleft()
-            n = crc = 0
             try:
-                with open(os.path.join(root, p), "rb", buffering=0) as f:
-                    while True:
-                        k = f.readinto(buf)
-                        if not k:
-                            break
-                        n += k
-                        crc = zlib.crc32(mv[:k], crc)
-                        smp = max(k / sample_bytes, 1.0 if n == k else 0.0)
-                        with cond:
-                            while rk["buffered"] >= buffer_samples and not bl.ABORT.is_set():
-                                cond.wait(0.5)
-                            rk["tokens"].append(smp)
-                            rk["buffered"] += smp
-                            rk["bytes"] += k
-                            cond.notify_all()
+                n, crc = bl.read_one(os.path.join(root, p), buf, on_read=hand_over)
             except OSError as e:
                 with lock:
                     errors.append("%s: %s" % (p, e))
