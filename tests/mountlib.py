@@ -5,6 +5,7 @@ daemon exits; on teardown unmount and require exit status 0; scan the
 daemon's log for sanitizer reports. FUSEFS_BIN names the binary."""
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -95,6 +96,17 @@ def umount_all(mounts):
         except AssertionError as e:
             failed.append(str(e))
     assert not failed, failed
+
+
+def binary_for_others(top):
+    """a copy of the fusefs binary in @top (a directory every user may enter), for a
+    daemon run as another user: the checkout itself may sit in a directory only root
+    can enter (a clone under /root or in a `mktemp -d`)"""
+    dst = os.path.join(top, "fusefs")
+    if not os.path.exists(dst):     # a second daemon: the copy may be running
+        shutil.copy2(FUSEFS, dst)
+        os.chmod(dst, 0o755)
+    return dst
 
 
 def wait_for(cond, timeout=30):

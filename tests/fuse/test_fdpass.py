@@ -19,7 +19,7 @@ import tempfile
 import pytest
 
 from checks import cached, rnd
-from mountlib import FUSEFS, BAD_WORDS, wait_for
+from mountlib import FUSEFS, BAD_WORDS, binary_for_others, wait_for
 from util import CHUNK, put, read_uncached
 
 NOBODY = 65534
@@ -80,7 +80,7 @@ def start_daemon(top, fd, user, *args):
     os.chown(cache, user, user)
     log = open(os.path.join(top, f"fusefs-{user}.log"), "wb")
     p = subprocess.Popen(
-        [FUSEFS, "mount", f"file://{top}/src", f"/dev/fd/{fd}", "-f",
+        [binary_for_others(top), "mount", f"file://{top}/src", f"/dev/fd/{fd}", "-f",
          "--cache-dir", cache, "--chunk-size", "1M"] + list(args),
         stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,),
         user=user, group=user, extra_groups=[])

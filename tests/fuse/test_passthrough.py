@@ -13,7 +13,7 @@ import time
 
 
 from checks import cached, flip_cached_byte, rnd
-from mountlib import wait_for
+from mountlib import binary_for_others, wait_for
 from util import CHUNK, put, read_uncached
 
 
@@ -219,7 +219,7 @@ def test_non_root_falls_back_to_the_daemon_path(src):
             shutil.chown(os.path.join(base, sub), "nobody", "nogroup")
         r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                             NOCAP_SCRIPT], capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, BASE=base, BIN=os.environ["FUSEFS_BIN"]))
+                           env=dict(os.environ, BASE=base, BIN=binary_for_others(base)))
         log = open(os.path.join(base, "log")).read()
         assert r.returncode == 0, (r.stdout, r.stderr, log)
         assert "exit 0" in r.stdout, (r.stdout, log)
