@@ -18,6 +18,8 @@
 #ifndef FUSEFS_BGTHREAD_H
 #define FUSEFS_BGTHREAD_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #define BG_PERIOD	(-1)
@@ -42,5 +44,23 @@ void bgthread_wake(struct bgthread *t);
 int64_t bgthread_busy_ms(struct bgthread *t);
 /* bgthread_stop() - stop and join; NULL is fine.  Not from the tick. */
 void bgthread_stop(struct bgthread *t);
+
+/*
+ * Threads and the stop signals.  libfuse ends the session loop when the
+ * thread waiting in fuse_session_loop_mt() (the main thread) is
+ * interrupted by SIGINT, SIGTERM or SIGHUP; its own workers block them.
+ * A process-directed signal taken by any other thread only marks the
+ * session as exited, and the loop would notice at the next FUSE request
+ * (never, for an idle mount with an open file).  So every thread of the
+ * daemon is created with those signals (and SIGQUIT) blocked:
+ *
+ * thread_spawn() - pthread_create() with them blocked in the new thread
+ * (bgthread_start() uses it).  Return: 0 or -errno.
+ * thread_signals_block() / thread_signals_restore() - around a library
+ * call that starts threads of its own (libmicrohttpd).
+ */
+int thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
+void thread_signals_block(sigset_t *old);
+void thread_signals_restore(const sigset_t *old);
 
 #endif

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bgthread.h"
 #include "log.h"
 #include "strsafe.h"
 
@@ -569,8 +570,7 @@ static int file_open(struct backend **out, const struct fusefs_conf *cf,
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	for (; f->nworkers < FILE_WORKERS; f->nworkers++) {
-		rc = -pthread_create(&f->workers[f->nworkers], NULL,
-				     file_worker, f);
+		rc = thread_spawn(&f->workers[f->nworkers], file_worker, f);
 		if (rc) {
 			fprintf(stderr, "fusefs: file source: cannot start a reader thread: %s\n",
 				strerror(-rc));

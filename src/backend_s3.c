@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "bgthread.h"
 #include "creds.h"
 #include "log.h"
 #include "s3list.h"
@@ -854,7 +855,7 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 	rc = check_bucket(s);
 	if (rc)
 		goto out_free;
-	rc = -pthread_create(&s->thread, NULL, multi_main, s);
+	rc = thread_spawn(&s->thread, multi_main, s);
 	if (rc)
 		goto out_free;
 	log_info("S3 bucket '%s' at %s://%s (%s-style)", s->bucket, s->scheme,

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bdi.h"
+#include "bgthread.h"
 #include "log.h"
 
 struct raise {
@@ -87,11 +88,11 @@ int bdi_raise_readahead_later(const char *mnt, unsigned kb, unsigned delay_ms)
 		free(r);
 		return -ENOMEM;
 	}
-	rc = pthread_create(&t, NULL, raise_main, r);
+	rc = thread_spawn(&t, raise_main, r);
 	if (rc) {
 		free(r->mnt);
 		free(r);
-		return -rc;
+		return rc;
 	}
 	pthread_detach(t);
 	return 0;

@@ -88,12 +88,12 @@ int bgthread_start(struct bgthread **out, const char *name,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&t->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&t->thread, NULL, bg_main, t);
+	rc = thread_spawn(&t->thread, bg_main, t);
 	if (rc) {
 		pthread_cond_destroy(&t->cond);
 		pthread_mutex_destroy(&t->lock);
 		free(t);
-		return -rc;
+		return rc;
 	}
 	*out = t;
 	return 0;
@@ -131,4 +131,32 @@ void bgthread_stop(struct bgthread *t)
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
+}
+
+void thread_signals_block(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+void thread_signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t old;
+	int rc;
+
+	thread_signals_block(&old);	/* the new thread inherits the mask */
+	rc = pthread_create(t, NULL, fn, arg);
+	thread_signals_restore(&old);
+	return -rc;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bgthread.h"
 #include "log.h"
 #include "safeopen.h"
 
@@ -149,9 +150,9 @@ int log_catch_sighup(void)
 		return -errno;
 	if (fcntl(hup_pipe[1], F_SETFL, O_NONBLOCK))
 		return -errno;
-	rc = pthread_create(&t, NULL, hup_main, NULL);
+	rc = thread_spawn(&t, hup_main, NULL);
 	if (rc)
-		return -rc;
+		return rc;
 	pthread_detach(t);
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGHUP, &sa, NULL))

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "bgthread.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_page.h"
@@ -161,6 +162,7 @@ int metrics_start(struct metrics **out, const char *addr,
 		  const struct report_src *src)
 {
 	struct sockaddr_storage ss;
+	sigset_t old;
 	struct metrics *m;
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	uint16_t port;
@@ -178,6 +180,7 @@ int metrics_start(struct metrics **out, const char *addr,
 	} else {
 		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	}
+	thread_signals_block(&old);	/* its thread takes no stop signal */
 	m->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, m,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_CONNECTION_LIMIT,
@@ -186,6 +189,7 @@ int metrics_start(struct metrics **out, const char *addr,
 				(unsigned int)METRICS_TIMEOUT_S,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
 				MHD_OPTION_END);
+	thread_signals_restore(&old);
 	if (!m->d) {
 		fprintf(stderr, "fusefs: cannot serve metrics on %s (address in use or not local?)\n",
 			addr);

@@ -126,7 +126,7 @@ int notify_ready_when_served(const char *mnt, const char *status)
 	r->status = strdup(status);
 	rc = -ENOMEM;
 	if (r->mnt && r->status)
-		rc = -pthread_create(&t, NULL, ready_main, r);
+		rc = thread_spawn(&t, ready_main, r);
 	if (rc) {
 		ready_free(r);
 		return rc;

@@ -44,6 +44,15 @@ def write_config(path, **keys):
     return path
 
 
+def default_stop_signals():
+    """in the child before exec: SIGINT and SIGQUIT as a terminal gives them.
+    A test runner started in the background by a shell without job control
+    (`cmd &` in a script) ignores both, its children inherit that, and
+    fusefs, like every libfuse daemon, keeps an inherited ignore"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Daemon:
     """fusefs started with an arbitrary command line, output to a file;
     @wrapper runs it (a sandbox)."""
@@ -53,7 +62,8 @@ class Daemon:
         self.logf = open(log, "ab")
         self.proc = subprocess.Popen(list(wrapper) + [FUSEFS] + [str(a) for a in args],
                                      stdout=self.logf, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, **(env or {})))
+                                     env=dict(os.environ, **(env or {})),
+                                     preexec_fn=default_stop_signals)
 
     def log(self):
         with open(self.log_path, "rb") as f:

@@ -110,6 +110,47 @@ static void test_busy_ms(void)
 	bgthread_stop(t);
 }
 
+/* the daemon's threads leave SIGINT/SIGTERM/SIGHUP to the thread in the
+ * FUSE session loop (bgthread.h, "Threads and the stop signals") */
+static int64_t mask_tick(void *arg)
+{
+	int *seen = arg;
+	sigset_t cur;
+
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	__atomic_store_n(seen, 1 + (sigismember(&cur, SIGINT) &&
+				    sigismember(&cur, SIGTERM) &&
+				    sigismember(&cur, SIGHUP)), __ATOMIC_RELEASE);
+	return 100000;
+}
+
+static void *mask_main(void *arg)
+{
+	mask_tick(arg);
+	return NULL;
+}
+
+static void test_stop_signals_blocked(void)
+{
+	struct bgthread *t;
+	pthread_t pt;
+	sigset_t cur;
+	int seen = 0;
+
+	CHECK_INT(bgthread_start(&t, "mask", 100000, mask_tick, &seen), ==, 0);
+	while (!__atomic_load_n(&seen, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	bgthread_stop(t);
+	CHECK_INT(seen, ==, 2);
+	seen = 0;
+	CHECK_INT(thread_spawn(&pt, mask_main, &seen), ==, 0);
+	pthread_join(pt, NULL);
+	CHECK_INT(seen, ==, 2);
+	/* the caller's own mask is left as it was */
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	CHECK_INT(sigismember(&cur, SIGTERM), ==, 0);
+}
+
 int main(void)
 {
 	runner_name = "test_bgthread";
@@ -117,5 +158,6 @@ int main(void)
 	TEST(test_wake);
 	TEST(test_stop_prompt);
 	TEST(test_busy_ms);
+	TEST(test_stop_signals_blocked);
 	return runner_done();
 }
