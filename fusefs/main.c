@@ -253,10 +253,21 @@ static int daemonize(int *ready_fd)
 }
 
 /* the index must match how the data files are laid out */
+/* the cache directory format this build reads and writes (cache-format.md) */
+#define CACHE_FORMAT	"1"
+
 static int check_index(struct meta *m, const struct fusefs_conf *cf)
 {
 	char want[32], have[32];
 
+	/* a newer format: refuse, never rewrite or wipe it (its data is
+	 * the newer fusefs's to serve) */
+	if (!meta_get_str(m, "format", have, sizeof(have)) &&
+	    strcmp(have, CACHE_FORMAT)) {
+		fprintf(stderr, "fusefs: the cache in %s is of format %s; this fusefs reads format %s only: use that fusefs, or another --cache-dir\n",
+			cf->cache_dir, have, CACHE_FORMAT);
+		return -EPROTO;
+	}
 	snprintf(want, sizeof(want), "%u", cf->chunk_size);
 	if (!meta_get_str(m, "chunk_size", have, sizeof(have)) &&
 	    strcmp(have, want)) {
@@ -266,7 +277,7 @@ static int check_index(struct meta *m, const struct fusefs_conf *cf)
 			return -EIO;
 	}
 	if (meta_put_str(m, "chunk_size", want) ||
-	    meta_put_str(m, "format", "1"))
+	    meta_put_str(m, "format", CACHE_FORMAT))
 		return -EIO;
 	return 0;
 }

@@ -3,7 +3,7 @@ short (8 KiB, a quarter, half of its size) or overwritten is found before
 LMDB maps it (it used to kill the daemon with SIGBUS at every start), set
 aside as index.broken-TIMESTAMP, and the mount starts with an empty index:
 every byte is then fetched again from the source, and the old data files
-are swept as orphans."""
+are swept as orphans.  A cache of a newer format is refused untouched."""
 
 import glob
 import os
@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from checks import data_files, rnd
+from mountlib import run_fusefs
 from util import read_uncached
 
 DAMAGE = ["cut_8k", "cut_quarter", "cut_half", "garbage"]
@@ -113,3 +114,30 @@ def test_eviction_not_committed_before_a_crash(mounter, sized, tmp_path):
     assert len(lines) == 1 and "3 indexed chunks" in lines[0] and \
         "2 of them in 1 missing data files" in lines[0], m2.log()
     m2.umount()
+
+
+def test_cache_of_a_newer_format_is_refused_untouched(mounter, sized, src, tmp_path):
+    """a cache directory written by a newer fusefs (meta "format" above 1)
+    is neither read nor rewritten nor wiped: the mount is refused"""
+    cache = str(tmp_path / "c")
+    m = mounter(cache=cache)
+    for name, d in sized.items():
+        assert read_uncached(m.path(name)) == d
+    m.umount()
+    idx = os.path.join(cache, "index")
+    subprocess.run(["mdb_load", "-s", "meta", idx], check=True,
+                   input=b"VERSION=3\nformat=print\ntype=btree\nHEADER=END\n"
+                         b" format\n 2\nDATA=END\n")
+    files = {p: os.path.getsize(p) for p in data_files(cache)}
+    assert files
+    mnt = tmp_path / "m2"
+    mnt.mkdir()
+    r = run_fusefs("mount", f"file://{src}", str(mnt), "-f", "--cache-dir", cache,
+                   "--chunk-size", "1M", timeout=30)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "is of format 2; this fusefs reads format 1 only" in r.stderr, r.stderr
+    assert not os.path.ismount(mnt)
+    assert {p: os.path.getsize(p) for p in data_files(cache)} == files
+    dump = subprocess.run(["mdb_dump", "-p", "-s", "meta", idx], capture_output=True,
+                          text=True, check=True).stdout
+    assert " format\n 2\n" in dump, dump
