@@ -115,6 +115,34 @@ def read_one(path, buf, open_secs=None, on_read=None):
     return n, crc
 
 
+def read_checked(root, p, buf, expect, errors, bad, lock, open_secs=None, on_read=None):
+    """read_one() of @p below @root; a read failure is appended to @errors, a CRC32
+    other than @expect[p] to @bad (both under @lock). Returns the bytes read (0 on a
+    failure)."""
+    try:
+        n, crc = read_one(os.path.join(root, p), buf, open_secs, on_read)
+    except OSError as e:
+        with lock:
+            errors.append("%s: %s" % (p, e))
+        return 0
+    if expect is not None and expect.get(p) != (n, crc):
+        with lock:
+            bad.append("%s: got %d bytes crc %08x, want %r" % (p, n, crc, expect.get(p)))
+    return n
+
+
+def start_and_join(ts, start):
+    """start threads @ts, which wait on Barrier @start (one party more, ours); release
+    them together and join them: the perf_counter() time of the release"""
+    for t in ts:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    return t0
+
+
 def read_order(root, order, threads=4, expect=None, open_secs=None):
     """Read the files of `order` (paths relative to root) with `threads` readers that take
     the next file from a shared queue in order. Returns dict(bytes, secs, errors, bad):
@@ -136,24 +164,10 @@ def read_order(root, order, threads=4, expect=None, open_secs=None):
                 p = q.get_nowait()
             except queue.Empty:
                 return
-            try:
-                n, crc = read_one(os.path.join(root, p), buf, open_secs)
-            except OSError as e:
-                with lock:
-                    errors.append("%s: %s" % (p, e))
-                continue
-            total[i] += n
-            if expect is not None and expect.get(p) != (n, crc):
-                with lock:
-                    bad.append("%s: got %d bytes crc %08x, want %r" % (p, n, crc, expect.get(p)))
+            total[i] += read_checked(root, p, buf, expect, errors, bad, lock, open_secs)
 
     ts = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
-    for t in ts:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in ts:
-        t.join()
+    t0 = start_and_join(ts, start)
     return {"bytes": sum(total), "secs": time.perf_counter() - t0, "errors": errors,
             "bad": bad}
 

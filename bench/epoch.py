@@ -123,15 +123,7 @@ def read_epoch(root, rank_orders, threads, expect, compute_s, sample_bytes, buff
                 if not rk["q"]:
                     break
                 p = rk["q"].popleft()
-            try:
-                n, crc = bl.read_one(os.path.join(root, p), buf, on_read=hand_over)
-            except OSError as e:
-                with lock:
-                    errors.append("%s: %s" % (p, e))
-                continue
-            if expect is not None and expect.get(p) != (n, crc):
-                with lock:
-                    bad.append("%s: got %d bytes crc %08x, want %r" % (p, n, crc, expect.get(p)))
+            bl.read_checked(root, p, buf, expect, errors, bad, lock, on_read=hand_over)
         with cond:
             rk["readers"] -= 1
             cond.notify_all()
@@ -166,12 +158,7 @@ def read_epoch(root, rank_orders, threads, expect, compute_s, sample_bytes, buff
     for rk in ranks:
         ts += [threading.Thread(target=reader, args=(rk,), daemon=True) for _ in range(threads)]
         ts.append(threading.Thread(target=consumer, args=(rk,), daemon=True))
-    for t in ts:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in ts:
-        t.join()
+    t0 = bl.start_and_join(ts, start)
     return {"bytes": sum(rk["bytes"] for rk in ranks),
             "secs": max(rk["end"] for rk in ranks) - t0, "errors": errors, "bad": bad,
             "stall_s": max(rk["stall"] for rk in ranks),
