@@ -505,7 +505,8 @@ class Bench:
                          ("bytes_from_backend", "hits", "misses", "stall_us", "prefetch_chunks",
                           "prefetch_wasted_bytes", "evictions", "evicted_bytes",
                           "revalidations", "backend_reads", "chunks_not_stored",
-                          "readahead_chunks", "chunks_stored")}
+                          "readahead_chunks", "chunks_stored", "staged_chunks",
+                          "staged_unread", "staged_stored")}
                 rec.update(delta)
                 rec["hit_bytes"] = round(1 - delta["bytes_from_backend"] / r["bytes"], 3)
                 rec["list_hit"] = None if listhit[e] is None else listhit[e] / 1000

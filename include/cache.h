@@ -121,6 +121,8 @@ void cache_busy_get(struct cache *c, struct centry *ce);
 void cache_busy_put(struct cache *c, struct centry *ce);
 /* cache_is_open() - does anyone have @ce open */
 bool cache_is_open(struct cache *c, const struct centry *ce);
+/* cache_fid_open() - does anyone have file @fid's current entry open */
+bool cache_fid_open(struct cache *c, uint64_t fid);
 
 /*
  * cache_claim() - the state of chunk @n of @ce before the call; if it

@@ -31,6 +31,7 @@
 #ifndef FUSEFS_FETCH_H
 #define FUSEFS_FETCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -115,14 +116,56 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
 			 struct chunkbuf *cb);
 
 /*
- * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at
- * low priority: only while fewer than half of max_inflight prefetches
- * and fewer than max_inflight reads in all are in flight, so demand
- * misses always find room.  Return: 1 started, 0 nothing to do (present,
- * in flight, past the end), -EBUSY no room now (reads in flight, or the
- * memory budget), -ENOMEM.
+ * fetch_set_wanted() - @fn(arg, fid): is file @fid still to be read in a
+ * list's current epoch (lists_unread_now()).  Asked under the fetch lock
+ * (so it may take only locks after it: the lists lock) right before a
+ * prefetch of the current epoch (@current) or a staging claims its chunk:
+ * a file the reader opened meanwhile is not fetched for it again.  Set
+ * once, before any prefetch; NULL: not asked.
  */
-int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n);
+void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
+		      void *arg);
+/*
+ * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at
+ * low priority, for a read in a list's current epoch (@current: only if
+ * the file is still wanted, fetch_set_wanted()) or a queued one: only
+ * while fewer than half of max_inflight prefetches and fewer than
+ * max_inflight reads in all are in flight, so demand misses always find
+ * room.  A staged chunk is written from memory instead (no fetch).
+ * Return: 1 started (or stored from memory), 0 nothing to do (present, in
+ * flight, in memory, not wanted, past the end), -EBUSY no room now (reads
+ * in flight, or the memory budget), -ENOMEM.
+ */
+int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n,
+		   bool current);
+/*
+ * fetch_stage() - fetch absent chunk @n of @ce (held by the caller) into
+ * memory only, for a reader that comes soon: a chunk the policy would not
+ * keep on disk after its read (prefetch.h).  @current: for a read in a
+ * list's current epoch (only if the file is still wanted,
+ * fetch_set_wanted()).  Staged chunks are served like read-ahead and not
+ * written to the cache while staged; at the file's last close each is
+ * offered to the cache as a demand read's chunk would be, then dropped.
+ * They also go by fetch_stage_keep(), or to disk through a later
+ * fetch_prefetch() of the same chunk once the policy wants it (no second
+ * fetch).  A chunk is charged at its own length (a small file's is small),
+ * as read-ahead; staged and staging chunks together hold at most
+ * memory_limit / 2.  Same priority and bounds as fetch_prefetch().
+ * Return: 1 started, 0 nothing to do (present, in flight, staged, in
+ * memory, not wanted, past the end), -ENOSPC staging is full (or off),
+ * -EBUSY no room now (reads in flight, the memory budget), -ENOMEM.
+ */
+int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
+		bool current);
+/* fetch_is_staged() - is chunk @n of @ce staged in memory, or being
+ * fetched to be */
+bool fetch_is_staged(struct fetcher *f, const struct centry *ce, uint32_t n);
+/*
+ * fetch_stage_keep() - drop the staged chunks of files that are neither
+ * among @fids[0..@n) (the lists' window) nor open: their reader is not
+ * coming soon (a list moved on, a loader stopped early).
+ */
+void fetch_stage_keep(struct fetcher *f, const uint64_t *fids, size_t n);
 /* fetch_prefetching_bytes() - the chunks' bytes of prefetch reads in
  * flight, in 4 KiB blocks (what the cache will charge when stored) */
 uint64_t fetch_prefetching_bytes(struct fetcher *f);

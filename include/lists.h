@@ -189,12 +189,22 @@ uint64_t lists_next_use(void *lists, uint64_t fid);
 uint64_t lists_next_use_bytes(void *lists, uint64_t fid, uint64_t *after);
 
 /*
+ * lists_unread_now() - is @fid still to be read in the current epoch of
+ * an active list (unread, before its expected end)?  What the window said
+ * a moment ago may have changed: a reader opened the file meanwhile.
+ */
+bool lists_unread_now(struct lists *l, uint64_t fid);
+
+/*
  * lists_window() - up to @max file ids the readers of active lists will
  * open next, in order, interleaving the lists, starting @skip files past
  * each list's reader (unread files of the current epoch from low on,
- * then the queued epochs).  Return: count.
+ * then the queued epochs).  @current (may be NULL): current[i] tells if
+ * fids[i] is in its list's current epoch (not a queued one).
+ * Return: count.
  */
-size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max);
+size_t lists_window(struct lists *l, size_t skip, uint64_t *fids,
+		    bool *current, size_t max);
 
 /*
  * lists_set_ready() - the prefetcher saw which of @n window files are on
@@ -215,7 +225,8 @@ void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
  * mark, not the whole window; a full lists_window() + lists_set_ready()
  * now and then sees files evicted behind the mark.
  */
-size_t lists_window_ahead(struct lists *l, uint64_t *fids, size_t max);
+size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
+			  size_t max);
 void lists_extend_ready(struct lists *l, const uint64_t *fids,
 			const bool *ready, size_t n);
 

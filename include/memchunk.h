@@ -34,6 +34,9 @@ void memchunks_release(struct memchunks *m);
 /* memchunks_get() - the chunk or NULL; no reference is taken */
 struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,
 			       uint64_t gen, uint32_t n);
+/* memchunks_has() - is the chunk held (a look: its recency is unchanged) */
+bool memchunks_has(const struct memchunks *m, uint64_t fid, uint64_t gen,
+		   uint32_t n);
 /* memchunks_put() - keep @cb (a reference is taken), replacing the same
  * key or the least recently used */
 void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,

@@ -7,9 +7,15 @@
  * misses always go first, at most half of max_inflight prefetches).
  * Each missing chunk is first offered to the cache's policy
  * (cache_admits(), chunks in flight counted as taken): with the "auto"
- * policy (Belady over chunks, policy.h) a chunk is fetched only if the
- * policy would keep it, and the walk ends at the first one it would not;
- * the thread then waits until the reader advances.  A round starts at
+ * policy (Belady over chunks, policy.h) a chunk goes to disk only if the
+ * policy would keep it after its read; one it would not keep is staged in
+ * memory for its reader instead (fetch_stage(): at most half of
+ * --memory-limit, consumed at the file's last close), so that the link
+ * stays busy with the coming misses while the reader goes through cached
+ * files.  The walk ends when staging is full (or the fetcher at its
+ * bound); the thread then waits until the reader advances.  Every full
+ * round drops staged chunks of files that left the window and are not
+ * open (fetch_stage_keep()).  A round starts at
  * each list's ready mark (lists_window_ahead(): the files before it were
  * on disk) and looks at a bounded number of files; every 16th round
  * walks the whole window from the readers again and resets the marks

@@ -33,6 +33,9 @@
 	X(ns_swaps)		/* namespaces swapped in by a re-listing */ \
 	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
+	X(staged_chunks)	/* fetched ahead into memory only */	\
+	X(staged_unread)	/* of those, dropped before any read */ \
+	X(staged_stored)	/* of those, written to disk after all */ \
 	X(stall_us)		/* time reads waited for the backend */	\
 	X(lists_published)	/* epoch lists accepted */		\
 	X(passthrough_opens)	/* opens the kernel reads directly */	\

@@ -728,6 +728,18 @@ bool cache_is_open(struct cache *c, const struct centry *ce)
 	return open;
 }
 
+bool cache_fid_open(struct cache *c, uint64_t fid)
+{
+	struct centry *ce;
+	bool open;
+
+	pthread_mutex_lock(&c->lock);
+	ce = htab_get(&c->tab, fid);
+	open = ce && ce->opens > 0;
+	pthread_mutex_unlock(&c->lock);
+	return open;
+}
+
 static int state_locked(const struct centry *ce, uint32_t n)
 {
 	if (ce->stale)

@@ -15,6 +15,7 @@
 #include "strsafe.h"
 #include "membudget.h"
 #include "memchunk.h"
+#include "stageset.h"
 
 #define COMPLETION_THREADS	2
 #define BACKOFF_MS		100
@@ -60,7 +61,9 @@ struct inflight {
 	int64_t first_us;		/* the first attempt started */
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
+	bool stage;			/* for memory only (fetch_stage()) */
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
+	uint32_t st_bytes;		/* stage: counted in staging_bytes */
 	struct waiter *waiters;
 	struct inflight *qnext;		/* completion, retry or memory queue */
 };
@@ -93,12 +96,16 @@ struct fetcher {
 	unsigned readahead, max_inflight, retries;
 	enum read_mode mode;
 	atomic_uint inflight;		/* backend reads outstanding */
-	atomic_uint prefetching;	/* of which prefetches */
+	atomic_uint prefetching;	/* of which prefetches (staging too) */
+	_Atomic uint64_t staging_bytes;	/* of which for memory only: charges */
+	uint64_t stage_limit;		/* staged + staging bytes; 0: off */
 	_Atomic uint64_t prefetching_bytes;	/* their chunks' bytes on disk */
 	void (*on_prefetch)(void *arg, bool stored);
 	void *prefetch_arg;
 	void (*on_stale)(void *arg, uint64_t fid);
 	void *stale_arg;
+	bool (*wanted)(void *arg, uint64_t fid);	/* fetch_set_wanted() */
+	void *wanted_arg;
 
 	/*
 	 * The fetch lock: guards the in-flight table, the chunks in memory,
@@ -108,6 +115,7 @@ struct fetcher {
 	pthread_mutex_t lock;
 	struct htab tab;		/* chunk_key -> inflight */
 	struct memchunks mem;
+	struct stageset staged;		/* fetch_stage(): until the last close */
 	struct seq_slot seq[SEQ_SLOTS];
 	/* demand reads waiting for the memory budget (no buffer, not sent) */
 	struct inflight *mwhead, *mwtail;
@@ -246,10 +254,24 @@ static struct chunkbuf *mem_chunk_locked(struct fetcher *f,
 	struct chunkbuf *cb = memchunks_get(&f->mem, id->fid, id->gen, id->n);
 	struct inflight *in;
 
+	if (!cb)
+		cb = stageset_get(&f->staged, id->fid, id->gen, id->n);
 	if (cb)
 		return cb;
 	in = inflight_find_locked(f, id);
 	return in && in->ready ? in->cb : NULL;
+}
+
+/* is chunk @id in memory or on its way (a look: no use counted) */
+static bool mem_has_locked(struct fetcher *f, const struct chunk_id *id)
+{
+	struct inflight *in;
+
+	if (memchunks_has(&f->mem, id->fid, id->gen, id->n) ||
+	    stageset_has(&f->staged, id->fid, id->gen, id->n))
+		return true;
+	in = inflight_find_locked(f, id);
+	return in && in->ready;
 }
 
 /*
@@ -257,9 +279,9 @@ static struct chunkbuf *mem_chunk_locked(struct fetcher *f,
  * nobody holds go first.  A refused demand charge makes the budget call
  * memory_freed() at its next give.
  */
-static bool charge_locked(struct fetcher *f, enum mb_class cls)
+static bool charge_locked(struct fetcher *f, enum mb_class cls, uint32_t size)
 {
-	uint64_t need = chunkbuf_charge(f->cs);
+	uint64_t need = chunkbuf_charge(size);
 
 	if (membudget_try(f->mb, cls, need))
 		return true;
@@ -269,26 +291,28 @@ static bool charge_locked(struct fetcher *f, enum mb_class cls)
 	return false;
 }
 
-/* a chunk buffer charged to @cls, or NULL (no budget: *@nobudget) */
+/* a buffer of @size bytes charged to @cls, or NULL (no budget: *@nobudget) */
 static struct chunkbuf *chunk_alloc_locked(struct fetcher *f,
-					   enum mb_class cls, bool *nobudget)
+					   enum mb_class cls, uint32_t size,
+					   bool *nobudget)
 {
-	*nobudget = !charge_locked(f, cls);
+	*nobudget = !charge_locked(f, cls, size);
 	if (*nobudget)
 		return NULL;
-	return chunkbuf_new_charged(f->cs, f->mb, cls);
+	return chunkbuf_new_charged(size, f->mb, cls);
 }
 
 /*
- * Start fetching claimed chunk @id of @ce for @cls; submitted by the
- * caller if it has a buffer.  A demand read the budget cannot hold now
- * is queued without one (memwait_run() sends it later), and may be
+ * Start fetching claimed chunk @id of @ce for @cls into a buffer of
+ * @size bytes (a whole chunk, or a staged chunk's own length); submitted
+ * by the caller if it has a buffer.  A demand read the budget cannot hold
+ * now is queued without one (memwait_run() sends it later), and may be
  * waited on as any other.  Return: 0 (*@out set), -EBUSY (read-ahead or
  * prefetch: no budget), -ENOMEM.
  */
 static int start_locked(struct fetcher *f, struct centry *ce,
 			const struct chunk_id *id, enum mb_class cls,
-			struct inflight **out)
+			uint32_t size, struct inflight **out)
 {
 	struct inflight *in = calloc(1, sizeof(*in));
 	bool nobudget = false;
@@ -296,7 +320,7 @@ static int start_locked(struct fetcher *f, struct centry *ce,
 	if (!in)
 		return -ENOMEM;
 	if (!f->mwhead)			/* first come, first served */
-		in->cb = chunk_alloc_locked(f, cls, &nobudget);
+		in->cb = chunk_alloc_locked(f, cls, size, &nobudget);
 	else
 		nobudget = true;
 	if (nobudget && cls != MB_DEMAND) {
@@ -411,7 +435,7 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 		struct chunk_id id = chunk_of(ci, n);
 		struct inflight *in;
 
-		if (mem_chunk_locked(f, &id))
+		if (mem_has_locked(f, &id))
 			continue;
 		if (atomic_load(&f->inflight) >= f->max_inflight)
 			break;
@@ -419,7 +443,7 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 			continue;
 		if (cache_claim(f->c, ce, n) != CH_ABSENT)
 			continue;
-		if (start_locked(f, ce, &id, MB_AHEAD, &in)) {
+		if (start_locked(f, ce, &id, MB_AHEAD, f->cs, &in)) {
 			cache_abandon(f->c, ce, n);
 			break;		/* no memory for more: skipped */
 		}
@@ -535,7 +559,7 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 	if (n > n1)
 		return 0;
 	pthread_mutex_lock(&f->lock);
-	forced = !charge_locked(f, MB_DEMAND);
+	forced = !charge_locked(f, MB_DEMAND, f->cs);
 	pthread_mutex_unlock(&f->lock);
 	if (forced) {
 		/* a reader waits on this thread: verify with one chunk past
@@ -655,7 +679,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 			break;
 		}
 		if (st == CH_ABSENT) {
-			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
+			rc = start_locked(f, ce, &id, MB_DEMAND, f->cs, &in);
 			if (rc) {
 				cache_abandon(f->c, ce, n);
 				break;
@@ -744,6 +768,8 @@ static void finish_all(struct fetcher *f, struct preq *ready)
 
 static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
+	if (in->stage)
+		atomic_fetch_sub(&f->staging_bytes, in->st_bytes);
 	if (in->prefetch) {
 		atomic_fetch_sub(&f->prefetching, 1);
 		atomic_fetch_sub(&f->prefetching_bytes, in->pf_bytes);
@@ -820,14 +846,36 @@ static void complete(struct fetcher *f, struct inflight *in)
 
 	pthread_mutex_lock(&f->lock);
 	in->ready = true;
-	if (in->waiters)
+	if (in->stage) {
+		/* read as soon as it is here if someone waits for it */
+		if (!stageset_put(&f->staged, ci.fid, ci.gen, in->id.n,
+				  in->cb) && in->waiters)
+			stageset_get(&f->staged, ci.fid, ci.gen, in->id.n);
+	} else if (in->waiters)
 		memchunks_put(&f->mem, ci.fid, ci.gen, in->id.n, in->cb);
 	ready = wake_locked(in, 0);
+	if (in->stage) {
+		/* in memory for its reader, not on disk: absent there */
+		htab_del(&f->tab, in->key);
+		cache_abandon(f->c, in->ce, in->id.n);
+	}
 	pthread_mutex_unlock(&f->lock);
 	finish_all(f, ready);		/* answer first, persist after */
+	if (in->stage) {
+		inflight_free(f, in, true);
+		return;
+	}
 
-	rc = cache_store_chunk(f->c, in->ce, in->id.n, in->cb, sum,
-			       in->prefetch ? ADMIT_PREFETCH : ADMIT_DEMAND);
+	/* the disk holds a prefix of each file (policy.h): not past a
+	 * chunk that is staged in memory instead */
+	pthread_mutex_lock(&f->lock);
+	rc = stageset_has_before(&f->staged, ci.fid, ci.gen, in->id.n) ?
+		-ENOSPC : 0;
+	pthread_mutex_unlock(&f->lock);
+	if (!rc)
+		rc = cache_store_chunk(f->c, in->ce, in->id.n, in->cb, sum,
+				       in->prefetch ? ADMIT_PREFETCH :
+						      ADMIT_DEMAND);
 	pthread_mutex_lock(&f->lock);
 	htab_del(&f->tab, in->key);
 	if (rc) {
@@ -858,7 +906,7 @@ static void memwait_run(struct fetcher *f)
 	while (f->mwhead && n < (int)ARRAY_SIZE(go)) {
 		struct inflight *in = f->mwhead;
 
-		if (!charge_locked(f, MB_DEMAND)) {
+		if (!charge_locked(f, MB_DEMAND, f->cs)) {
 			if (atomic_load(&f->inflight) > f->nmemwait)
 				break;	/* a read in flight gives back */
 			membudget_force(f->mb, MB_DEMAND,
@@ -956,6 +1004,9 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 		free(f);
 		return rc;
 	}
+	/* staged chunks may take half of the budget (of read-ahead's 3/4) */
+	f->stage_limit = cf->memory_limit / 2;
+	stageset_init(&f->staged);
 	rc = memchunks_init(&f->mem, MAX(8U, cf->max_inflight));
 	if (rc) {
 		membudget_destroy(f->mb);
@@ -996,6 +1047,7 @@ void fetch_destroy(struct fetcher *f)
 	for (i = 0; i < COMPLETION_THREADS; i++)
 		bgthread_stop(f->threads[i]);
 	memchunks_release(&f->mem);
+	stageset_release(&f->staged);
 	htab_release(&f->tab);
 	if (f->st->mem == f->mb)
 		f->st->mem = NULL;
@@ -1012,16 +1064,65 @@ void fetch_set_failure_memory(struct fetcher *f, unsigned ms)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/*
+ * The staged chunks of @ce (held), consumed: each is offered to the cache
+ * as a demand read's chunk would be at its completion (the file was just
+ * read, so the policy weighs its next use), in chunk order while they
+ * extend what is on disk (a prefix), and then go.  Staging decided early,
+ * before the reader went through the files before this one; by now room
+ * may have appeared that MIN would give these chunks.
+ */
+static void settle_staged(struct fetcher *f, struct centry *ce,
+			  const struct cache_ident *ci)
+{
+	struct staged_chunk *v;
+	unsigned unread = 0;
+	bool store = true;
+	int i, n;
+
+	pthread_mutex_lock(&f->lock);
+	n = stageset_take_file(&f->staged, ci->fid, ci->gen, &v);
+	if (n < 0)
+		unread = stageset_drop_file(&f->staged, ci->fid, ci->gen);
+	pthread_mutex_unlock(&f->lock);
+	for (i = 0; i < n; i++) {
+		struct chunkbuf *cb = v[i].cb;
+		uint32_t c = v[i].n;
+
+		unread += !v[i].read;
+		if (store && (c == 0 || cache_chunk_state(f->c, ce, c - 1) ==
+					CH_PRESENT) &&
+		    cache_claim(f->c, ce, c) == CH_ABSENT) {
+			if (cache_store_chunk(f->c, ce, c, cb,
+					      hash64(cb->data, cb->len, 0),
+					      ADMIT_DEMAND)) {
+				cache_abandon(f->c, ce, c);
+				store = false;
+			} else {
+				stat_inc(f->st, staged_stored);
+			}
+		} else {
+			store = false;
+		}
+		chunkbuf_put(cb);
+	}
+	free(v);
+	stat_add(f->st, staged_unread, unread);
+}
+
 void fetch_close(struct fetcher *f, struct centry *ce)
 {
 	struct cache_ident ci;
 
 	cache_ident(ce, &ci);
-	if (cache_detach(f->c, ce))
-		return;
-	pthread_mutex_lock(&f->lock);
-	memchunks_drop(&f->mem, ci.fid, ci.gen);
-	pthread_mutex_unlock(&f->lock);
+	cache_busy_get(f->c, ce);	/* alive past the last detach */
+	if (!cache_detach(f->c, ce)) {
+		pthread_mutex_lock(&f->lock);
+		memchunks_drop(&f->mem, ci.fid, ci.gen);
+		pthread_mutex_unlock(&f->lock);
+		settle_staged(f, ce, &ci);
+	}
+	cache_busy_put(f->c, ce);
 }
 
 void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
@@ -1045,44 +1146,181 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
 	pthread_mutex_unlock(&f->lock);
 }
 
-int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n)
+/* no room for another low-priority read now */
+static bool prefetch_bound(struct fetcher *f)
+{
+	return atomic_load(&f->prefetching) >= MAX(1U, f->max_inflight / 2) ||
+	       atomic_load(&f->inflight) >= f->max_inflight;
+}
+
+/*
+ * Staged chunk @id of @ce goes to disk after all: the policy wants it now
+ * (room appeared).  Stored from memory, no second fetch; it stays staged
+ * until stored, so readers keep finding it.  Return: 1 stored, 0 not.
+ */
+static int store_staged(struct fetcher *f, struct centry *ce,
+			const struct chunk_id *id)
+{
+	struct chunkbuf *cb;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&f->lock);
+	cb = stageset_get(&f->staged, id->fid, id->gen, id->n);
+	if (cb && cache_claim(f->c, ce, id->n) == CH_ABSENT)
+		chunkbuf_get(cb);
+	else
+		cb = NULL;
+	pthread_mutex_unlock(&f->lock);
+	if (!cb)
+		return 0;
+	rc = cache_store_chunk(f->c, ce, id->n, cb,
+			       hash64(cb->data, cb->len, 0), ADMIT_PREFETCH);
+	pthread_mutex_lock(&f->lock);
+	if (rc)
+		cache_abandon(f->c, ce, id->n);
+	else
+		stageset_forget(&f->staged, id->fid, id->gen, id->n);
+	pthread_mutex_unlock(&f->lock);
+	chunkbuf_put(cb);
+	if (rc)
+		return 0;
+	stat_inc(f->st, staged_stored);
+	return 1;
+}
+
+/* start a low-priority read of absent chunk @n of @ce: to disk, or for
+ * memory only (@stage); for a read of the current epoch (@current), only
+ * if its file is still to be read (the wanted callback, under the lock:
+ * the reader opens it either before, and is not fetched for, or after,
+ * and finds this read in flight) */
+static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
+		       bool stage, bool current)
 {
 	struct cache_ident ci;
 	struct chunk_id id;
 	struct inflight *in = NULL;
-	int st;
+	uint32_t size;
+	int rc = 0;
 
-	if (atomic_load(&f->prefetching) >= MAX(1U, f->max_inflight / 2) ||
-	    atomic_load(&f->inflight) >= f->max_inflight)
+	if (prefetch_bound(f))
 		return -EBUSY;
 	cache_ident(ce, &ci);
 	id = chunk_of(&ci, n);
 	pthread_mutex_lock(&f->lock);
-	if (n < ci.nchunks && !mem_chunk_locked(f, &id) &&
-	    !failed_lately_locked(f, id_key(&id))) {
-		st = cache_claim(f->c, ce, n);
-		if (st == CH_ABSENT) {
-			int rc = start_locked(f, ce, &id, MB_AHEAD, &in);
-
-			if (rc) {
-				cache_abandon(f->c, ce, n);
-				pthread_mutex_unlock(&f->lock);
-				return rc;	/* -EBUSY: no memory now */
-			}
-			in->prefetch = true;
-			/* as the cache will charge it: whole 4 KiB blocks */
-			in->pf_bytes = (cache_chunk_len(f->c, ce, n) + 4095) &
-				       ~4095U;
-			atomic_fetch_add(&f->prefetching, 1);
-			atomic_fetch_add(&f->prefetching_bytes, in->pf_bytes);
-		}
+	if (!stage && n < ci.nchunks &&
+	    stageset_has(&f->staged, id.fid, id.gen, id.n)) {
+		pthread_mutex_unlock(&f->lock);
+		return store_staged(f, ce, &id);
 	}
+	if (n >= ci.nchunks || mem_has_locked(f, &id) ||
+	    failed_lately_locked(f, id_key(&id)))
+		goto out;
+	if (current && f->wanted && !f->wanted(f->wanted_arg, ci.fid))
+		goto out;
+	/* a staged chunk takes its own length, a prefetch a whole chunk */
+	size = stage ? cache_chunk_len(f->c, ce, n) : f->cs;
+	if (stage && f->staged.bytes + atomic_load(&f->staging_bytes) +
+		     chunkbuf_charge(size) > f->stage_limit) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	if (cache_claim(f->c, ce, n) != CH_ABSENT)
+		goto out;
+	rc = start_locked(f, ce, &id, MB_AHEAD, size, &in);
+	if (rc) {
+		cache_abandon(f->c, ce, n);
+		goto out;			/* -EBUSY: no memory now */
+	}
+	in->prefetch = true;
+	in->stage = stage;
+	/* prefetches as the cache will charge them: whole 4 KiB blocks;
+	 * staged chunks take no disk */
+	if (!stage)
+		in->pf_bytes = (cache_chunk_len(f->c, ce, n) + 4095) & ~4095U;
+	atomic_fetch_add(&f->prefetching, 1);
+	atomic_fetch_add(&f->prefetching_bytes, in->pf_bytes);
+	if (stage) {
+		in->st_bytes = chunkbuf_charge(size);
+		atomic_fetch_add(&f->staging_bytes, in->st_bytes);
+	}
+out:
 	pthread_mutex_unlock(&f->lock);
 	if (!in)
-		return 0;
-	stat_inc(f->st, prefetch_chunks);
+		return rc;
+	if (stage)
+		stat_inc(f->st, staged_chunks);
+	else
+		stat_inc(f->st, prefetch_chunks);
 	submit(f, in);
 	return 1;
+}
+
+int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n,
+		   bool current)
+{
+	return fetch_ahead(f, ce, n, false, current);
+}
+
+int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
+		bool current)
+{
+	if (!f->stage_limit)
+		return -ENOSPC;
+	return fetch_ahead(f, ce, n, true, current);
+}
+
+void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
+		      void *arg)
+{
+	f->wanted = fn;
+	f->wanted_arg = arg;
+}
+
+bool fetch_is_staged(struct fetcher *f, const struct centry *ce, uint32_t n)
+{
+	struct cache_ident ci;
+	struct chunk_id id;
+	struct inflight *in;
+	bool staged;
+
+	cache_ident(ce, &ci);
+	id = chunk_of(&ci, n);
+	pthread_mutex_lock(&f->lock);
+	staged = stageset_has(&f->staged, ci.fid, ci.gen, n);
+	if (!staged) {
+		in = inflight_find_locked(f, &id);
+		staged = in && in->stage;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return staged;
+}
+
+struct keep_ctx {
+	struct fetcher *f;
+	const uint64_t *fids;
+	size_t n;
+};
+
+static bool keep_staged(void *arg, uint64_t fid)
+{
+	struct keep_ctx *k = arg;
+	size_t i;
+
+	for (i = 0; i < k->n; i++)
+		if (k->fids[i] == fid)
+			return true;
+	return cache_fid_open(k->f->c, fid);
+}
+
+void fetch_stage_keep(struct fetcher *f, const uint64_t *fids, size_t n)
+{
+	struct keep_ctx k = { f, fids, n };
+	unsigned unread;
+
+	pthread_mutex_lock(&f->lock);
+	unread = stageset_drop_unless(&f->staged, keep_staged, &k);
+	pthread_mutex_unlock(&f->lock);
+	stat_add(f->st, staged_unread, unread);
 }
 
 uint64_t fetch_prefetching_bytes(struct fetcher *f)

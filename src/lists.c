@@ -997,6 +997,28 @@ static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
 	return best;
 }
 
+bool lists_unread_now(struct lists *l, uint64_t fid)
+{
+	bool unread = false;
+	uint64_t now;
+	unsigned i;
+
+	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
+	for (i = 0; i < l->n && !unread; i++) {
+		struct rlist *r = l->l[i];
+		const struct epoch *e = r->cur;
+		struct ent *x;
+
+		if (!e || is_idle(l, r, now))
+			continue;
+		x = htab_get(&e->by_fid, fid);
+		unread = x && unread_ahead(e, x) && x->idx < expected_end(r, e);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return unread;
+}
+
 uint64_t lists_next_use(void *arg, uint64_t fid)
 {
 	return next_use(arg, fid, false, NULL);
@@ -1097,7 +1119,7 @@ static void lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
 }
 
 static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
-		     size_t max)
+		     bool *current, size_t max)
 {
 	struct cursor cur[LISTS_MAX];
 	unsigned i, n = 0;
@@ -1131,6 +1153,8 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 				cur[i].r = NULL;
 				continue;
 			}
+			if (current)
+				current[out] = cur[i].ep < 0;
 			fids[out++] = x->fid;
 			more = true;
 		}
@@ -1139,14 +1163,16 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 	return out;
 }
 
-size_t lists_window(struct lists *l, size_t skip, uint64_t *fids, size_t max)
+size_t lists_window(struct lists *l, size_t skip, uint64_t *fids,
+		    bool *current, size_t max)
 {
-	return window(l, skip, false, fids, max);
+	return window(l, skip, false, fids, current, max);
 }
 
-size_t lists_window_ahead(struct lists *l, uint64_t *fids, size_t max)
+size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
+			  size_t max)
 {
-	return window(l, 0, true, fids, max);
+	return window(l, 0, true, fids, current, max);
 }
 
 /* move each list's ready mark over the run of @ready files after it

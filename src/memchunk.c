@@ -23,7 +23,7 @@ void memchunks_release(struct memchunks *m)
 	m->slot = NULL;
 }
 
-static struct memchunk_slot *find(struct memchunks *m, uint64_t fid,
+static struct memchunk_slot *find(const struct memchunks *m, uint64_t fid,
 				  uint64_t gen, uint32_t n)
 {
 	unsigned i;
@@ -35,6 +35,12 @@ static struct memchunk_slot *find(struct memchunks *m, uint64_t fid,
 			return s;
 	}
 	return NULL;
+}
+
+bool memchunks_has(const struct memchunks *m, uint64_t fid, uint64_t gen,
+		   uint32_t n)
+{
+	return find(m, fid, gen, n) != NULL;
 }
 
 struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,

@@ -34,6 +34,7 @@ struct prefetcher {
 	bool full;		/* a prefetched chunk was not admitted */
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
+	bool *current;		/* fids[i] is in its list's current epoch */
 	unsigned rounds;	/* every RECHECK_ROUNDS-th looks at all */
 };
 
@@ -65,6 +66,11 @@ void prefetch_published(struct prefetcher *p)
 	prefetch_kick(p);
 }
 
+static bool wanted(void *arg, uint64_t fid)
+{
+	return lists_unread_now(arg, fid);
+}
+
 /* the entry of file @fid held busy, or NULL if it is not a file now */
 static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 {
@@ -92,26 +98,64 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
  * would keep them: into free space, or in place of chunks needed later
  * than their use after the coming read (chunk-level Belady, policy.h).
  * Chunks in flight count as taken, so up to fetch's prefetch bound stay
- * in flight ahead of the reader.  A chunk the policy would not keep is
- * left to its reader (demand fetch and read-ahead).
- * Return: true if the window ends here (nothing more worth fetching, or
- * the fetcher is at its bound).
+ * in flight ahead of the reader.  From the first chunk the policy would
+ * not keep on, the file's chunks are staged in memory for its reader
+ * (fetch_stage()): the link keeps busy with the coming misses while the
+ * reader goes through cached files, and the disk keeps a prefix of each
+ * file (what the policy assumes).  Past the window's first refused chunk
+ * (*@refused) nothing more goes to disk, only to memory: the disk gets
+ * what it got when the walk ended there (MIN's choices, prefetched in
+ * order), and a file far ahead does not take room that a file before it
+ * will ask for.  @recheck (every full round, and the first file of every
+ * round: the first one not on disk): the first staged chunk, if nothing
+ * was refused before it, is offered to the policy again (stored from
+ * memory if it wants it now); otherwise staged chunks are passed over
+ * without asking it.  Only files of the current epoch (@current) are staged: the memory
+ * goes to the misses the reader meets next; at a queued epoch's first
+ * refused chunk the window ends, as it does when staging is full.
+ * Return: true if the window ends here (staging full or not allowed, or
+ * the fetcher at its bound).
  */
 static bool fetch_missing(struct prefetcher *p, struct centry *ce,
-			  const struct cache_ident *ci)
+			  const struct cache_ident *ci, bool recheck,
+			  bool current, bool *refused)
 {
+	bool tail = *refused;	/* the rest of the file is staged */
 	uint32_t c;
 
 	for (c = 0; c < ci->nchunks; c++) {
 		uint64_t flying, need;
+		bool staged = fetch_is_staged(p->f, ce, c);
 		int rc;
 
-		if (cache_chunk_state(p->c, ce, c) != CH_ABSENT)
+		if (!staged && cache_chunk_state(p->c, ce, c) != CH_ABSENT)
+			continue;	/* on disk, or on its way there */
+		if (staged && (tail || !recheck)) {
+			tail = *refused = true;	/* refused when staged */
 			continue;
+		}
 		flying = fetch_prefetching_bytes(p->f);
 		need = flying + cache_chunk_len(p->c, ce, c);
-		if (cache_free(p->c) < need &&
-		    !cache_admits(p->c, ce, need, ADMIT_PREFETCH)) {
+		if (!tail && (cache_free(p->c) >= need ||
+			      cache_admits(p->c, ce, need, ADMIT_PREFETCH))) {
+			rc = fetch_prefetch(p->f, ce, c, current);
+			if (rc == 1)
+				continue;
+			if (rc == -EBUSY || rc == -ENOMEM)
+				return true;
+			/* not going to disk (kept in memory, stored by
+			 * nobody): the chunks after it must not either */
+			tail = true;
+			*refused = true;
+			if (staged || rc == 0)
+				continue;
+		}
+		tail = true;
+		*refused = true;
+		if (staged)
+			continue;
+		rc = current ? fetch_stage(p->f, ce, c, true) : -ENOSPC;
+		if (rc == -ENOSPC) {
 			log_dbg("prefetch: window ends at chunk %u of %s (in flight %llu)",
 				c, str_log(ci->key), (unsigned long long)flying);
 			pthread_mutex_lock(&p->lock);
@@ -119,7 +163,6 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 			pthread_mutex_unlock(&p->lock);
 			return true;
 		}
-		rc = fetch_prefetch(p->f, ce, c);
 		if (rc == -EBUSY || rc == -ENOMEM)
 			return true;
 	}
@@ -130,8 +173,10 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 static void round_once(struct prefetcher *p)
 {
 	bool full = !(p->rounds++ % RECHECK_ROUNDS), busy = false;
-	size_t i, n = full ? lists_window(p->lists, 0, p->fids, WINDOW_FILES) :
-		lists_window_ahead(p->lists, p->fids, AHEAD_FILES);
+	bool refused = false;	/* only staging from here on */
+	size_t i, n = full ? lists_window(p->lists, 0, p->fids, p->current,
+					  WINDOW_FILES) :
+		lists_window_ahead(p->lists, p->fids, p->current, AHEAD_FILES);
 
 	if (full) {
 		/* room may have appeared without a reader moving: victims that
@@ -160,13 +205,20 @@ static void round_once(struct prefetcher *p)
 		pthread_mutex_lock(&p->lock);
 		busy = p->full;
 		pthread_mutex_unlock(&p->lock);
-		if (!busy)
-			busy = fetch_missing(p, ce, &ci);
+		/* the window is a snapshot: a reader may have opened the file
+		 * since, and then it has it (or it is not needed again) */
+		if (!busy && (!p->current[i] ||
+			      lists_unread_now(p->lists, p->fids[i])))
+			busy = fetch_missing(p, ce, &ci, full || !i,
+					     p->current[i], &refused);
 		cache_busy_put(p->c, ce);
 	}
 	/* each list's lead: the ready files at the head of its window */
-	if (full)
+	if (full) {
 		lists_set_ready(p->lists, p->fids, p->ready, i);
+		/* staged chunks of files no reader comes to soon go */
+		fetch_stage_keep(p->f, p->fids, n);
+	}
 	else
 		lists_extend_ready(p->lists, p->fids, p->ready, i);
 }
@@ -177,6 +229,8 @@ static int64_t prefetch_tick(void *arg)
 
 	if (lists_count(p->lists))
 		round_once(p);
+	else
+		fetch_stage_keep(p->f, NULL, 0);	/* no window: none */
 	return BG_PERIOD;
 }
 
@@ -190,11 +244,10 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 		return -ENOMEM;
 	p->fids = calloc(WINDOW_FILES, sizeof(*p->fids));
 	p->ready = calloc(WINDOW_FILES, sizeof(*p->ready));
-	if (!p->fids || !p->ready) {
-		free(p->fids);
-		free(p->ready);
-		free(p);
-		return -ENOMEM;
+	p->current = calloc(WINDOW_FILES, sizeof(*p->current));
+	if (!p->fids || !p->ready || !p->current) {
+		rc = -ENOMEM;
+		goto fail;
 	}
 	p->lists = l;
 	p->nm = nm;
@@ -202,17 +255,20 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->f = f;
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
+	fetch_set_wanted(f, wanted, l);
 	cache_set_next_use(c, lists_next_use_bytes, l);
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
-	if (rc) {
-		free(p->fids);
-		free(p->ready);
-		free(p);
-		return rc;
-	}
+	if (rc)
+		goto fail;
 	*out = p;
 	return 0;
+fail:
+	free(p->fids);
+	free(p->ready);
+	free(p->current);
+	free(p);
+	return rc;
 }
 
 void prefetch_stop(struct prefetcher *p)
@@ -236,5 +292,6 @@ void prefetch_destroy(struct prefetcher *p)
 	/* the fetcher, drained and freed before, holds no callback to us */
 	free(p->fids);
 	free(p->ready);
+	free(p->current);
 	free(p);
 }

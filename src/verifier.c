@@ -147,7 +147,7 @@ static struct centry *pick_background(struct verifier *v)
 	size_t i, n;
 
 	if (v->lists) {
-		n = lists_window(v->lists, 0, fids, ARRAY_SIZE(fids));
+		n = lists_window(v->lists, 0, fids, NULL, ARRAY_SIZE(fids));
 		for (i = 0; i < n; i++)
 			if (cache_verify_hold(v->c, fids[i], &ce))
 				return ce;

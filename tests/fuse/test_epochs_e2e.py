@@ -12,6 +12,7 @@ import concurrent.futures
 import os
 import random
 import threading
+import time
 
 import pytest
 
@@ -160,3 +161,52 @@ def test_two_ranks_one_mount(mounter, src):
         ranks[f"rank{r}"] = ords
     per = run_epochs(m, ranks, data)
     check(per, 164 * 100 * KiB, 8 * MiB, "two ranks")
+
+
+def settle(m, keys=("staged_chunks", "prefetch_chunks", "bytes_from_backend"),
+           quiet_s=1.0, limit_s=30.0):
+    """wait until the prefetcher stopped moving (the counters of @keys
+    unchanged for @quiet_s); returns the stats then"""
+    deadline = time.monotonic() + limit_s
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        s = m.stats()
+        now = tuple(s[k] for k in keys)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return s
+        time.sleep(0.1)
+    raise AssertionError(f"the prefetcher did not settle: {last}")
+
+
+def test_misses_the_cache_would_not_keep_are_staged_in_memory(mounter, src):
+    """Dataset 4 x the cache, shuffled epochs with the next one queued.
+    At an epoch's start the cache holds its first files (MIN); the policy
+    would keep none of the missing ones after their read (the cached ones
+    are needed sooner), so the prefetcher fetches them ahead into memory
+    only (staged: at most half of --memory-limit, 32 MiB here) and the
+    link works ahead of the reader.  The reader gets them from memory:
+    none is left unread, and each epoch still reads at most
+    1.05 x (dataset - cache) from the backend (no second fetch)."""
+    names, data = dataset(src, 16, 4 * MiB)
+    m = mounter("--cache-size", "16M", "--memory-limit", "64M")
+    ords = orders(names, 5)
+    per = []
+    for e in range(EPOCHS):
+        before = backend(m)
+        ctl_write(m, "lists/rank0", listing(ords[e], e, begin=e))
+        if e + 1 < EPOCHS:
+            ctl_write(m, "lists/rank0", listing(ords[e + 1], e + 1))
+        if e >= 1:
+            s0 = m.stats()
+            s = settle(m)
+            # most of the 32 MiB of staging holds this epoch's misses
+            assert s["staged_chunks"] - s0["staged_chunks"] >= 16 or \
+                s["mem_budget_ahead_bytes"] >= 16 * MiB, s
+        read_all(m, ords[e], data, 1)
+        per.append(backend(m) - before)
+    after = settle(m)
+    assert after["staged_chunks"] >= 32, after
+    assert after["staged_unread"] == 0, after
+    check(per, 64 * MiB, 16 * MiB, "4 MiB files, staged misses")

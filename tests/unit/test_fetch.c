@@ -221,6 +221,130 @@ static void test_keep_verified_is_charged(void)
 	free(data);
 }
 
+/* wait until no chunk of @ce in 0..@n is being staged */
+static void wait_staged(struct env *e, struct centry *ce, uint32_t n)
+{
+	int i;
+	uint32_t c;
+
+	for (i = 0; i < 5000; i++) {
+		for (c = 0; c < n; c++)
+			if (cache_chunk_state(e->cache, ce, c) == CH_FETCHING)
+				break;
+		if (c == n)
+			return;
+		usleep(1000);
+	}
+	CHECK(!"staged chunks did not arrive");
+}
+
+/*
+ * Staged chunks (fetch_stage()): fetched once into memory, never written
+ * to the cache, served to the reader without a second backend read,
+ * bounded by half the memory budget, dropped unread at the last close,
+ * and stored from memory when a prefetch asks for them after all.
+ */
+static void test_stage(void)
+{
+	struct membudget_usage u;
+	struct env e;
+	char *data = pattern(4 * CS, 13), *got = malloc(4 * CS);
+	struct centry *ce;
+	uint32_t c;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	env_stop(&e);
+	e.cf.memory_limit = 14 * CS;		/* staging: 7 chunks */
+	env_start(&e);
+	mem_put(e.be, "st", data, 4 * CS);
+	ce = attach(&e, "st", NULL);
+	for (c = 0; c < 4; c++)
+		CHECK_INT(fetch_stage(e.fetch, ce, c, false), ==, 1);
+	CHECK_INT(fetch_stage(e.fetch, ce, 4, false), ==, 0);	/* past the end */
+	wait_staged(&e, ce, 4);
+	for (c = 0; c < 4; c++) {
+		CHECK_INT(cache_chunk_state(e.cache, ce, c), ==, CH_ABSENT);
+		CHECK(fetch_is_staged(e.fetch, ce, c));
+		CHECK_INT(fetch_stage(e.fetch, ce, c, false), ==, 0);	/* once */
+	}
+	CHECK_INT(e.st.staged_chunks, ==, 4);
+	CHECK_INT(e.st.chunks_stored, ==, 0);
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.by_class[MB_AHEAD], >=, 4 * CS);
+
+	/* the reader: every byte from memory, no backend read, no miss */
+	CHECK_INT(read_all(&e, ce, got, 4 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 4 * CS));
+	CHECK_INT(mem_reads(e.be), ==, 4);
+	CHECK_INT(e.st.misses, ==, 0);
+	CHECK_INT(e.st.chunks_stored, ==, 0);
+
+	/* the policy wants chunk 0 after all: stored from memory */
+	CHECK_INT(fetch_prefetch(e.fetch, ce, 0, false), ==, 1);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 0), ==, CH_PRESENT);
+	CHECK(!fetch_is_staged(e.fetch, ce, 0));
+	CHECK_INT(e.st.staged_stored, ==, 1);
+	CHECK_INT(mem_reads(e.be), ==, 4);
+
+	/* the last close drops the rest; they were read */
+	fetch_close(e.fetch, ce);
+	CHECK(!fetch_is_staged(e.fetch, ce, 1));
+	CHECK_INT(e.st.staged_unread, ==, 0);
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.used, ==, 0);
+
+	/* the bound: half of 14 chunks' budget, then -ENOSPC */
+	mem_put(e.be, "wide", data, 4 * CS);
+	mem_put(e.be, "wide2", data, 4 * CS);
+	{
+		struct centry *a = attach(&e, "wide", NULL);
+		struct centry *b = attach(&e, "wide2", NULL);
+		uint64_t ids[1];
+		struct cache_ident ci;
+		int started = 0, rc = 0;
+
+		for (c = 0; c < 8 && rc != -ENOSPC; c++) {
+			rc = fetch_stage(e.fetch, c < 4 ? a : b, c % 4, false);
+			started += rc == 1;
+		}
+		CHECK_INT(rc, ==, -ENOSPC);
+		CHECK_INT(started, ==, 7);
+		wait_staged(&e, a, 4);
+		wait_staged(&e, b, 4);
+		/* "wide" is in the window, "wide2" neither there nor open */
+		cache_ident(a, &ci);
+		ids[0] = ci.fid;
+		CHECK(fetch_is_staged(e.fetch, b, 2));
+		cache_detach(e.cache, b);	/* closed, its chunks left */
+		fetch_stage_keep(e.fetch, ids, 1);
+		CHECK_INT(e.st.staged_unread, ==, 3);	/* dropped unread */
+		CHECK(fetch_is_staged(e.fetch, a, 0));
+		fetch_stage_keep(e.fetch, NULL, 0);	/* open: kept */
+		CHECK(fetch_is_staged(e.fetch, a, 0));
+		fetch_close(e.fetch, a);
+		CHECK_INT(e.st.staged_unread, ==, 7);
+	}
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.used, ==, 0);
+
+	/* a file smaller than a chunk takes its own size, not a chunk's */
+	mem_put(e.be, "small", data, 10000);
+	ce = attach(&e, "small", NULL);
+	CHECK_INT(fetch_stage(e.fetch, ce, 0, false), ==, 1);
+	wait_staged(&e, ce, 1);
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.by_class[MB_AHEAD], ==, 12288);
+	CHECK_INT(read_all(&e, ce, got, 10000), ==, 0);
+	CHECK(!memcmp(got, data, 10000));
+	fetch_close(e.fetch, ce);
+	CHECK_INT(e.st.staged_unread, ==, 7);
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.used, ==, 0);
+	env_fini(&e);
+	free(data);
+	free(got);
+}
+
 int main(void)
 {
 	runner_name = "test_fetch";
@@ -232,5 +356,6 @@ int main(void)
 	TEST(test_retries);
 	TEST(test_memory_bound);
 	TEST(test_keep_verified_is_charged);
+	TEST(test_stage);
 	return runner_done();
 }

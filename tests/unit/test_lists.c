@@ -132,7 +132,7 @@ static const char *window(struct lists *l, size_t skip, size_t max)
 	uint64_t fids[32];
 	size_t i, n, o = 0;
 
-	n = lists_window(l, skip, fids, max < 32 ? max : 32);
+	n = lists_window(l, skip, fids, NULL, max < 32 ? max : 32);
 	out[0] = '\0';
 	for (i = 0; i < n && o < sizeof(out) - 16; i++)
 		o += snprintf(out + o, sizeof(out) - o, "%sf%llu", i ? " " : "",
@@ -400,7 +400,7 @@ static void test_large_list(void)
 	CHECK_INT(lists_next_use(l, F(0)), ==, 0);
 	CHECK_INT(lists_next_use(l, F(n - 1)), ==, n - 1);
 	CHECK_INT(lists_next_use(l, F(n)), ==, NEVER);
-	CHECK_INT(lists_window(l, n - 2, fids, 4), ==, 2);
+	CHECK_INT(lists_window(l, n - 2, fids, NULL, 4), ==, 2);
 	CHECK_INT(fids[0], ==, F(n - 2));
 	CHECK_INT(fids[1], ==, F(n - 1));
 	/* a jump: the window behind the reader is still to be read */
@@ -690,7 +690,7 @@ static const char *ahead(struct lists *l)
 {
 	static char buf[256];
 	uint64_t fids[16];
-	size_t i, n = lists_window_ahead(l, fids, 16), at = 0;
+	size_t i, n = lists_window_ahead(l, fids, NULL, 16), at = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < n; i++)
