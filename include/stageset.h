@@ -49,18 +49,17 @@ bool stageset_forget(struct stageset *s, uint64_t fid, uint64_t gen,
 /* stageset_drop_file() - drop every chunk of @fid at @gen.  Return: how
  * many of them were never read (stageset_get()) */
 unsigned stageset_drop_file(struct stageset *s, uint64_t fid, uint64_t gen);
-/* one chunk taken out of the set (stageset_take_file()) */
+/* one chunk of a file, as stageset_list_file() gives it */
 struct staged_chunk {
 	uint32_t n;
-	bool read;
-	struct chunkbuf *cb;		/* the set's reference, now the caller's */
+	struct chunkbuf *cb;		/* a reference of the caller's */
 };
 /*
- * stageset_take_file() - take every chunk of @fid at @gen out of the set,
- * in chunk order, into *@out (malloc'ed; free it and put each cb).
- * Return: how many (0: none, *@out NULL), or -ENOMEM (nothing taken).
+ * stageset_list_file() - every chunk of @fid at @gen, in chunk order, into
+ * *@out (malloc'ed; free it and put each cb); they stay in the set.
+ * Return: how many (0: none, *@out NULL), or -ENOMEM.
  */
-int stageset_take_file(struct stageset *s, uint64_t fid, uint64_t gen,
+int stageset_list_file(const struct stageset *s, uint64_t fid, uint64_t gen,
 		       struct staged_chunk **out);
 /*
  * stageset_drop_unless() - drop every file for which @keep(@arg, fid) is

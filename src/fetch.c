@@ -1068,9 +1068,13 @@ void fetch_set_failure_memory(struct fetcher *f, unsigned ms)
  * The staged chunks of @ce (held), consumed: each is offered to the cache
  * as a demand read's chunk would be at its completion (the file was just
  * read, so the policy weighs its next use), in chunk order while they
- * extend what is on disk (a prefix), and then go.  Staging decided early,
- * before the reader went through the files before this one; by now room
- * may have appeared that MIN would give these chunks.
+ * extend what is on disk (a prefix); then they go, unless the file was
+ * opened again meanwhile (its next last close settles them).  Staging
+ * decided early, before the reader went through the files before this
+ * one; by now room may have appeared that MIN would give these chunks.
+ * A chunk stays in the staged set while it is claimed and written, so a
+ * reader of a new open finds it there (a claim with no fetch in flight
+ * and no bytes in memory would answer it EIO).
  */
 static void settle_staged(struct fetcher *f, struct centry *ce,
 			  const struct cache_ident *ci)
@@ -1081,32 +1085,43 @@ static void settle_staged(struct fetcher *f, struct centry *ce,
 	int i, n;
 
 	pthread_mutex_lock(&f->lock);
-	n = stageset_take_file(&f->staged, ci->fid, ci->gen, &v);
-	if (n < 0)
-		unread = stageset_drop_file(&f->staged, ci->fid, ci->gen);
+	n = stageset_list_file(&f->staged, ci->fid, ci->gen, &v);
 	pthread_mutex_unlock(&f->lock);
 	for (i = 0; i < n; i++) {
 		struct chunkbuf *cb = v[i].cb;
 		uint32_t c = v[i].n;
+		int rc;
 
-		unread += !v[i].read;
 		if (store && (c == 0 || cache_chunk_state(f->c, ce, c - 1) ==
-					CH_PRESENT) &&
-		    cache_claim(f->c, ce, c) == CH_ABSENT) {
-			if (cache_store_chunk(f->c, ce, c, cb,
-					      hash64(cb->data, cb->len, 0),
-					      ADMIT_DEMAND)) {
+					CH_PRESENT)) {
+			pthread_mutex_lock(&f->lock);
+			rc = cache_claim(f->c, ce, c) == CH_ABSENT ? 0 : -EBUSY;
+			pthread_mutex_unlock(&f->lock);
+			if (!rc)
+				rc = cache_store_chunk(f->c, ce, c, cb,
+						       hash64(cb->data, cb->len, 0),
+						       ADMIT_DEMAND);
+			pthread_mutex_lock(&f->lock);
+			if (rc == -EBUSY)
+				;		/* not ours: someone else's claim */
+			else if (rc)
 				cache_abandon(f->c, ce, c);
-				store = false;
-			} else {
+			else
+				stageset_forget(&f->staged, ci->fid, ci->gen, c);
+			pthread_mutex_unlock(&f->lock);
+			if (!rc)
 				stat_inc(f->st, staged_stored);
-			}
+			store = !rc;
 		} else {
 			store = false;
 		}
 		chunkbuf_put(cb);
 	}
 	free(v);
+	pthread_mutex_lock(&f->lock);
+	if (!cache_is_open(f->c, ce))
+		unread = stageset_drop_file(&f->staged, ci->fid, ci->gen);
+	pthread_mutex_unlock(&f->lock);
 	stat_add(f->st, staged_unread, unread);
 }
 

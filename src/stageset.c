@@ -190,7 +190,7 @@ static int cmp_n(const void *a, const void *b)
 	return x->n < y->n ? -1 : x->n > y->n;
 }
 
-int stageset_take_file(struct stageset *s, uint64_t fid, uint64_t gen,
+int stageset_list_file(const struct stageset *s, uint64_t fid, uint64_t gen,
 		       struct staged_chunk **out)
 {
 	struct sfile *sf = find_file(s, fid, gen);
@@ -207,13 +207,10 @@ int stageset_take_file(struct stageset *s, uint64_t fid, uint64_t gen,
 	if (!v)
 		return -ENOMEM;
 	n = 0;
-	while ((sc = sf->chunks)) {
+	for (sc = sf->chunks; sc; sc = sc->next) {
 		v[n].n = sc->n;
-		v[n].read = sc->read;
 		v[n++].cb = chunkbuf_get(sc->cb);
-		drop_chunk(s, &sf->chunks);
 	}
-	free(htab_del(&s->files, sf->key));
 	qsort(v, n, sizeof(*v), cmp_n);
 	*out = v;
 	return n;
