@@ -43,27 +43,37 @@ bool stageset_has_before(const struct stageset *s, uint64_t fid, uint64_t gen,
  * @gen, not read yet; an entry with that key is replaced.  0 or -ENOMEM */
 int stageset_put(struct stageset *s, uint64_t fid, uint64_t gen, uint32_t n,
 		 struct chunkbuf *cb);
-/* stageset_forget() - drop one chunk; false if it was not held */
+/*
+ * stageset_hold() - mark the chunk as being written to the cache and
+ * return it with a reference for the caller, or NULL (not held, or
+ * another writer has it).  Until stageset_unhold() or stageset_forget(),
+ * stageset_drop_file() and stageset_drop_unless() pass it by: a reader
+ * must find its bytes while its cache state says it is being fetched.
+ */
+struct chunkbuf *stageset_hold(struct stageset *s, uint64_t fid,
+			       uint64_t gen, uint32_t n);
+/* stageset_unhold() - the write did not happen: droppable again */
+void stageset_unhold(struct stageset *s, uint64_t fid, uint64_t gen,
+		     uint32_t n);
+/* stageset_forget() - drop one chunk (held or not); false if it was not
+ * in the set */
 bool stageset_forget(struct stageset *s, uint64_t fid, uint64_t gen,
 		     uint32_t n);
-/* stageset_drop_file() - drop every chunk of @fid at @gen.  Return: how
- * many of them were never read (stageset_get()) */
+/* stageset_drop_file() - drop every chunk of @fid at @gen but those being
+ * written (stageset_hold()).  Return: how many of the dropped ones were
+ * never read (stageset_get()) */
 unsigned stageset_drop_file(struct stageset *s, uint64_t fid, uint64_t gen);
-/* one chunk of a file, as stageset_list_file() gives it */
-struct staged_chunk {
-	uint32_t n;
-	struct chunkbuf *cb;		/* a reference of the caller's */
-};
 /*
- * stageset_list_file() - every chunk of @fid at @gen, in chunk order, into
- * *@out (malloc'ed; free it and put each cb); they stay in the set.
+ * stageset_list_file() - the chunk numbers of @fid at @gen in the set, in
+ * order, into *@out (malloc'ed; the caller frees it).
  * Return: how many (0: none, *@out NULL), or -ENOMEM.
  */
 int stageset_list_file(const struct stageset *s, uint64_t fid, uint64_t gen,
-		       struct staged_chunk **out);
+		       uint32_t **out);
 /*
  * stageset_drop_unless() - drop every file for which @keep(@arg, fid) is
- * false.  Return: how many dropped chunks were never read.
+ * false (but chunks being written).  Return: how many dropped chunks were
+ * never read.
  */
 unsigned stageset_drop_unless(struct stageset *s,
 			      bool (*keep)(void *arg, uint64_t fid), void *arg);

@@ -805,7 +805,7 @@ static void complete(struct fetcher *f, struct inflight *in)
 	struct cache_ident ci;
 	ssize_t ret = in->ret;
 	struct preq *ready;
-	int rc;
+	int rc = 0;
 	uint64_t sum;
 
 	cache_ident(in->ce, &ci);
@@ -851,14 +851,19 @@ static void complete(struct fetcher *f, struct inflight *in)
 		if (!stageset_put(&f->staged, ci.fid, ci.gen, in->id.n,
 				  in->cb) && in->waiters)
 			stageset_get(&f->staged, ci.fid, ci.gen, in->id.n);
-	} else if (in->waiters)
-		memchunks_put(&f->mem, ci.fid, ci.gen, in->id.n, in->cb);
-	ready = wake_locked(in, 0);
-	if (in->stage) {
 		/* in memory for its reader, not on disk: absent there */
 		htab_del(&f->tab, in->key);
 		cache_abandon(f->c, in->ce, in->id.n);
+	} else {
+		if (in->waiters)
+			memchunks_put(&f->mem, ci.fid, ci.gen, in->id.n,
+				      in->cb);
+		/* the disk holds a prefix of each file (policy.h): not
+		 * past a chunk that is staged in memory instead */
+		rc = stageset_has_before(&f->staged, ci.fid, ci.gen,
+					 in->id.n) ? -ENOSPC : 0;
 	}
+	ready = wake_locked(in, 0);
 	pthread_mutex_unlock(&f->lock);
 	finish_all(f, ready);		/* answer first, persist after */
 	if (in->stage) {
@@ -866,12 +871,6 @@ static void complete(struct fetcher *f, struct inflight *in)
 		return;
 	}
 
-	/* the disk holds a prefix of each file (policy.h): not past a
-	 * chunk that is staged in memory instead */
-	pthread_mutex_lock(&f->lock);
-	rc = stageset_has_before(&f->staged, ci.fid, ci.gen, in->id.n) ?
-		-ENOSPC : 0;
-	pthread_mutex_unlock(&f->lock);
 	if (!rc)
 		rc = cache_store_chunk(f->c, in->ce, in->id.n, in->cb, sum,
 				       in->prefetch ? ADMIT_PREFETCH :
@@ -1065,6 +1064,49 @@ void fetch_set_failure_memory(struct fetcher *f, unsigned ms)
 }
 
 /*
+ * Write staged chunk @n of @ce (held by the caller) to the cache as @kind,
+ * if it is absent there and the policy takes it.  While it is claimed and
+ * written it stays in the staged set and every drop passes it by
+ * (stageset_hold()): a reader finds its bytes there (a claimed chunk with
+ * no fetch in flight and no bytes in memory would be answered EIO).
+ * Return: true if written (it then leaves the set).
+ */
+static bool write_staged(struct fetcher *f, struct centry *ce,
+			 const struct cache_ident *ci, uint32_t n,
+			 enum admit_kind kind)
+{
+	struct chunkbuf *cb;
+	bool claimed = false;
+	int rc = -EBUSY;
+
+	pthread_mutex_lock(&f->lock);
+	cb = stageset_hold(&f->staged, ci->fid, ci->gen, n);
+	if (cb)
+		claimed = cache_claim(f->c, ce, n) == CH_ABSENT;
+	if (cb && !claimed)
+		stageset_unhold(&f->staged, ci->fid, ci->gen, n);
+	pthread_mutex_unlock(&f->lock);
+	if (claimed)
+		rc = cache_store_chunk(f->c, ce, n, cb,
+				       hash64(cb->data, cb->len, 0), kind);
+	if (claimed) {
+		pthread_mutex_lock(&f->lock);
+		if (rc) {
+			cache_abandon(f->c, ce, n);
+			stageset_unhold(&f->staged, ci->fid, ci->gen, n);
+		} else {
+			stageset_forget(&f->staged, ci->fid, ci->gen, n);
+		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	chunkbuf_put(cb);
+	if (rc)
+		return false;
+	stat_inc(f->st, staged_stored);
+	return true;
+}
+
+/*
  * The staged chunks of @ce (held), consumed: each is offered to the cache
  * as a demand read's chunk would be at its completion (the file was just
  * read, so the policy weighs its next use), in chunk order while they
@@ -1072,51 +1114,22 @@ void fetch_set_failure_memory(struct fetcher *f, unsigned ms)
  * opened again meanwhile (its next last close settles them).  Staging
  * decided early, before the reader went through the files before this
  * one; by now room may have appeared that MIN would give these chunks.
- * A chunk stays in the staged set while it is claimed and written, so a
- * reader of a new open finds it there (a claim with no fetch in flight
- * and no bytes in memory would answer it EIO).
  */
 static void settle_staged(struct fetcher *f, struct centry *ce,
 			  const struct cache_ident *ci)
 {
-	struct staged_chunk *v;
 	unsigned unread = 0;
 	bool store = true;
+	uint32_t *v;
 	int i, n;
 
 	pthread_mutex_lock(&f->lock);
 	n = stageset_list_file(&f->staged, ci->fid, ci->gen, &v);
 	pthread_mutex_unlock(&f->lock);
-	for (i = 0; i < n; i++) {
-		struct chunkbuf *cb = v[i].cb;
-		uint32_t c = v[i].n;
-		int rc;
-
-		if (store && (c == 0 || cache_chunk_state(f->c, ce, c - 1) ==
-					CH_PRESENT)) {
-			pthread_mutex_lock(&f->lock);
-			rc = cache_claim(f->c, ce, c) == CH_ABSENT ? 0 : -EBUSY;
-			pthread_mutex_unlock(&f->lock);
-			if (!rc)
-				rc = cache_store_chunk(f->c, ce, c, cb,
-						       hash64(cb->data, cb->len, 0),
-						       ADMIT_DEMAND);
-			pthread_mutex_lock(&f->lock);
-			if (rc == -EBUSY)
-				;		/* not ours: someone else's claim */
-			else if (rc)
-				cache_abandon(f->c, ce, c);
-			else
-				stageset_forget(&f->staged, ci->fid, ci->gen, c);
-			pthread_mutex_unlock(&f->lock);
-			if (!rc)
-				stat_inc(f->st, staged_stored);
-			store = !rc;
-		} else {
-			store = false;
-		}
-		chunkbuf_put(cb);
-	}
+	for (i = 0; i < n && store; i++)
+		store = (v[i] == 0 || cache_chunk_state(f->c, ce, v[i] - 1) ==
+				      CH_PRESENT) &&
+			write_staged(f, ce, ci, v[i], ADMIT_DEMAND);
 	free(v);
 	pthread_mutex_lock(&f->lock);
 	if (!cache_is_open(f->c, ce))
@@ -1168,41 +1181,6 @@ static bool prefetch_bound(struct fetcher *f)
 	       atomic_load(&f->inflight) >= f->max_inflight;
 }
 
-/*
- * Staged chunk @id of @ce goes to disk after all: the policy wants it now
- * (room appeared).  Stored from memory, no second fetch; it stays staged
- * until stored, so readers keep finding it.  Return: 1 stored, 0 not.
- */
-static int store_staged(struct fetcher *f, struct centry *ce,
-			const struct chunk_id *id)
-{
-	struct chunkbuf *cb;
-	int rc = -ENOENT;
-
-	pthread_mutex_lock(&f->lock);
-	cb = stageset_get(&f->staged, id->fid, id->gen, id->n);
-	if (cb && cache_claim(f->c, ce, id->n) == CH_ABSENT)
-		chunkbuf_get(cb);
-	else
-		cb = NULL;
-	pthread_mutex_unlock(&f->lock);
-	if (!cb)
-		return 0;
-	rc = cache_store_chunk(f->c, ce, id->n, cb,
-			       hash64(cb->data, cb->len, 0), ADMIT_PREFETCH);
-	pthread_mutex_lock(&f->lock);
-	if (rc)
-		cache_abandon(f->c, ce, id->n);
-	else
-		stageset_forget(&f->staged, id->fid, id->gen, id->n);
-	pthread_mutex_unlock(&f->lock);
-	chunkbuf_put(cb);
-	if (rc)
-		return 0;
-	stat_inc(f->st, staged_stored);
-	return 1;
-}
-
 /* start a low-priority read of absent chunk @n of @ce: to disk, or for
  * memory only (@stage); for a read of the current epoch (@current), only
  * if its file is still to be read (the wanted callback, under the lock:
@@ -1224,8 +1202,9 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	pthread_mutex_lock(&f->lock);
 	if (!stage && n < ci.nchunks &&
 	    stageset_has(&f->staged, id.fid, id.gen, id.n)) {
+		/* staged, and the policy wants it now: no second fetch */
 		pthread_mutex_unlock(&f->lock);
-		return store_staged(f, ce, &id);
+		return write_staged(f, ce, &ci, n, ADMIT_PREFETCH);
 	}
 	if (n >= ci.nchunks || mem_has_locked(f, &id) ||
 	    failed_lately_locked(f, id_key(&id)))

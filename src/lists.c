@@ -951,6 +951,17 @@ static void two_min(uint64_t *a, uint64_t *b, uint64_t v)
  * after it (the soonest two over every list's uses in its current and
  * queued epochs), counted in files or (@bytes) in bytes read before it.
  */
+/* @fid's entry in @r's current epoch if it is still to be read there
+ * (unread, before the expected end), else NULL */
+static const struct ent *ahead_now(const struct rlist *r, uint64_t fid)
+{
+	const struct epoch *e = r->cur;
+	const struct ent *x = e ? htab_get(&e->by_fid, fid) : NULL;
+
+	return x && unread_ahead(e, x) && x->idx < expected_end(r, e) ? x :
+									NULL;
+}
+
 static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
 			 uint64_t *after)
 {
@@ -962,7 +973,7 @@ static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
 	for (i = 0; i < l->n; i++) {
 		struct rlist *r = l->l[i];
 		const struct epoch *e = r->cur;
-		struct ent *x;
+		const struct ent *x;
 		uint64_t base = 0;
 		unsigned found = 0;
 
@@ -971,8 +982,8 @@ static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
 		if (e) {
 			uint32_t end = expected_end(r, e);
 
-			x = htab_get(&e->by_fid, fid);
-			if (x && unread_ahead(e, x) && x->idx < end) {
+			x = ahead_now(r, fid);
+			if (x) {
 				two_min(&best, &second, bytes ?
 					x->off - e->ents[e->low].off :
 					(uint64_t)(x->idx - e->low));
@@ -1005,16 +1016,8 @@ bool lists_unread_now(struct lists *l, uint64_t fid)
 
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);
-	for (i = 0; i < l->n && !unread; i++) {
-		struct rlist *r = l->l[i];
-		const struct epoch *e = r->cur;
-		struct ent *x;
-
-		if (!e || is_idle(l, r, now))
-			continue;
-		x = htab_get(&e->by_fid, fid);
-		unread = x && unread_ahead(e, x) && x->idx < expected_end(r, e);
-	}
+	for (i = 0; i < l->n && !unread; i++)
+		unread = !is_idle(l, l->l[i], now) && ahead_now(l->l[i], fid);
 	pthread_mutex_unlock(&l->lock);
 	return unread;
 }

@@ -110,9 +110,10 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
  * round: the first one not on disk): the first staged chunk, if nothing
  * was refused before it, is offered to the policy again (stored from
  * memory if it wants it now); otherwise staged chunks are passed over
- * without asking it.  Only files of the current epoch (@current) are staged: the memory
- * goes to the misses the reader meets next; at a queued epoch's first
- * refused chunk the window ends, as it does when staging is full.
+ * without asking it.  Only files of the current epoch (@current) are
+ * staged: the memory goes to the misses the reader meets next; at a
+ * queued epoch's first refused chunk the window ends, as it does when
+ * staging is full.
  * Return: true if the window ends here (staging full or not allowed, or
  * the fetcher at its bound).
  */
@@ -120,7 +121,6 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 			  const struct cache_ident *ci, bool recheck,
 			  bool current, bool *refused)
 {
-	bool tail = *refused;	/* the rest of the file is staged */
 	uint32_t c;
 
 	for (c = 0; c < ci->nchunks; c++) {
@@ -130,27 +130,22 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 
 		if (!staged && cache_chunk_state(p->c, ce, c) != CH_ABSENT)
 			continue;	/* on disk, or on its way there */
-		if (staged && (tail || !recheck)) {
-			tail = *refused = true;	/* refused when staged */
+		if (staged && (*refused || !recheck)) {
+			*refused = true;	/* refused when staged */
 			continue;
 		}
 		flying = fetch_prefetching_bytes(p->f);
 		need = flying + cache_chunk_len(p->c, ce, c);
-		if (!tail && (cache_free(p->c) >= need ||
-			      cache_admits(p->c, ce, need, ADMIT_PREFETCH))) {
+		if (!*refused && (cache_free(p->c) >= need ||
+				  cache_admits(p->c, ce, need, ADMIT_PREFETCH))) {
 			rc = fetch_prefetch(p->f, ce, c, current);
-			if (rc == 1)
-				continue;
 			if (rc == -EBUSY || rc == -ENOMEM)
 				return true;
 			/* not going to disk (kept in memory, stored by
 			 * nobody): the chunks after it must not either */
-			tail = true;
-			*refused = true;
-			if (staged || rc == 0)
-				continue;
+			*refused |= rc != 1;
+			continue;
 		}
-		tail = true;
 		*refused = true;
 		if (staged)
 			continue;

@@ -9,6 +9,7 @@
 struct schunk {
 	uint32_t n;
 	bool read;
+	bool writing;			/* stageset_hold(): drops pass it by */
 	struct chunkbuf *cb;
 	struct schunk *next;
 };
@@ -69,24 +70,37 @@ static bool drop_chunk(struct stageset *s, struct schunk **pp)
 	return unread;
 }
 
-/* drop every chunk of @sf and @sf itself (out of the table already) */
-static unsigned drop_file(struct stageset *s, struct sfile *sf)
+/*
+ * Drop every chunk of @sf but those being written (all with @all), and
+ * @sf itself once empty (*@kept: it is not).  Return: how many of the
+ * dropped chunks were never read.
+ */
+static unsigned drop_file(struct stageset *s, struct sfile *sf, bool all,
+			  bool *kept)
 {
+	struct schunk **pp = &sf->chunks;
 	unsigned unread = 0;
 
-	while (sf->chunks)
-		unread += drop_chunk(s, &sf->chunks);
-	free(sf);
+	while (*pp) {
+		if ((*pp)->writing && !all)
+			pp = &(*pp)->next;
+		else
+			unread += drop_chunk(s, pp);
+	}
+	*kept = sf->chunks != NULL;
+	if (!*kept)
+		free(htab_del(&s->files, sf->key));
 	return unread;
 }
 
 void stageset_release(struct stageset *s)
 {
+	bool kept;
 	size_t i;
 
 	for (i = 0; i < s->files.cap; i++)
-		if (s->files.slot[i])
-			drop_file(s, s->files.slot[i]);
+		while (s->files.slot[i])	/* deletion shifts into i */
+			drop_file(s, s->files.slot[i], true, &kept);
 	htab_release(&s->files);
 }
 
@@ -151,12 +165,35 @@ int stageset_put(struct stageset *s, uint64_t fid, uint64_t gen, uint32_t n,
 	}
 	sc->n = n;
 	sc->read = false;
+	sc->writing = false;
 	sc->cb = chunkbuf_get(cb);
 	sc->next = sf->chunks;
 	sf->chunks = sc;
 	s->bytes += cb->mapped;
 	s->chunks++;
 	return 0;
+}
+
+struct chunkbuf *stageset_hold(struct stageset *s, uint64_t fid,
+			       uint64_t gen, uint32_t n)
+{
+	struct sfile *sf = find_file(s, fid, gen);
+	struct schunk **pp = sf ? find_chunk(sf, n) : NULL;
+
+	if (!pp || (*pp)->writing)
+		return NULL;
+	(*pp)->writing = true;
+	return chunkbuf_get((*pp)->cb);
+}
+
+void stageset_unhold(struct stageset *s, uint64_t fid, uint64_t gen,
+		     uint32_t n)
+{
+	struct sfile *sf = find_file(s, fid, gen);
+	struct schunk **pp = sf ? find_chunk(sf, n) : NULL;
+
+	if (pp)
+		(*pp)->writing = false;
 }
 
 bool stageset_forget(struct stageset *s, uint64_t fid, uint64_t gen,
@@ -176,26 +213,24 @@ bool stageset_forget(struct stageset *s, uint64_t fid, uint64_t gen,
 unsigned stageset_drop_file(struct stageset *s, uint64_t fid, uint64_t gen)
 {
 	struct sfile *sf = find_file(s, fid, gen);
+	bool kept;
 
-	if (!sf)
-		return 0;
-	htab_del(&s->files, sf->key);
-	return drop_file(s, sf);
+	return sf ? drop_file(s, sf, false, &kept) : 0;
 }
 
 static int cmp_n(const void *a, const void *b)
 {
-	const struct staged_chunk *x = a, *y = b;
+	const uint32_t *x = a, *y = b;
 
-	return x->n < y->n ? -1 : x->n > y->n;
+	return *x < *y ? -1 : *x > *y;
 }
 
 int stageset_list_file(const struct stageset *s, uint64_t fid, uint64_t gen,
-		       struct staged_chunk **out)
+		       uint32_t **out)
 {
 	struct sfile *sf = find_file(s, fid, gen);
-	struct staged_chunk *v;
 	struct schunk *sc;
+	uint32_t *v;
 	int n = 0;
 
 	*out = NULL;
@@ -207,10 +242,8 @@ int stageset_list_file(const struct stageset *s, uint64_t fid, uint64_t gen,
 	if (!v)
 		return -ENOMEM;
 	n = 0;
-	for (sc = sf->chunks; sc; sc = sc->next) {
-		v[n].n = sc->n;
-		v[n++].cb = chunkbuf_get(sc->cb);
-	}
+	for (sc = sf->chunks; sc; sc = sc->next)
+		v[n++] = sc->n;
 	qsort(v, n, sizeof(*v), cmp_n);
 	*out = v;
 	return n;
@@ -221,6 +254,7 @@ unsigned stageset_drop_unless(struct stageset *s,
 {
 	unsigned unread = 0;
 	size_t i = 0;
+	bool kept;
 
 	/* deletion shifts entries back into slot i: look at it again */
 	while (i < s->files.cap) {
@@ -230,8 +264,9 @@ unsigned stageset_drop_unless(struct stageset *s,
 			i++;
 			continue;
 		}
-		htab_del(&s->files, sf->key);
-		unread += drop_file(s, sf);
+		unread += drop_file(s, sf, false, &kept);
+		if (kept)
+			i++;		/* a chunk being written stays */
 	}
 	return unread;
 }
