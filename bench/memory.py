@@ -46,6 +46,9 @@ CONFIGS = [
      "--memory-limit 64M, passthrough off"),
     ("off-1G", "file", ["--passthrough", "off", "--memory-limit", "1G"], "CACHE",
      "--memory-limit 1G, passthrough off"),
+    ("lists", "file", ["--passthrough", "off"], "CACHE",
+     "defaults, passthrough off, each epoch's order published with the next one queued "
+     "(prefetch and staging)"),
     ("bigcache", "file", ["--passthrough", "off"], "4G",
      "cache (4G) larger than the dataset, defaults, passthrough off"),
     ("s3", "s3", ["--passthrough", "off"], "CACHE",
@@ -53,6 +56,13 @@ CONFIGS = [
     ("s3-64M", "s3", ["--passthrough", "off", "--memory-limit", "64M"], "CACHE",
      "S3 (radosgw), --memory-limit 64M, passthrough off"),
 ]
+
+
+def publish(mnt, order, epoch, begin=False):
+    """epoch @epoch's list for rank0 (with a begin: it starts now)"""
+    head = "# epoch %d\n" % epoch + ("# begin %d\n" % epoch if begin else "")
+    with open(os.path.join(mnt, ".fusefs", "lists", "rank0"), "w") as f:
+        f.write(head + "".join(n + "\n" for n in order))
 
 
 def vm(pid, field):
@@ -118,9 +128,15 @@ class Bench:
             r = {"name": name, "desc": desc, "source": kind, "cache_size": size,
                  "options": " ".join(opts), "rss_mount": vm(d.pid, "VmRSS"), "epochs": []}
             rng = random.Random(a.seed)
+            orders = []
+            for e in range(a.epochs + 1):
+                orders.append(list(self.names))
+                rng.shuffle(orders[-1])
             for e in range(a.epochs):
-                order = list(self.names)
-                rng.shuffle(order)
+                order = orders[e]
+                if name == "lists":     # as PrefetchingSampler.set_epoch(e) does
+                    publish(self.mnt, orders[e], e, begin=True)
+                    publish(self.mnt, orders[e + 1], e + 1)
                 bl.drop_caches(3)
                 s0 = bl.fusefs_stats(self.mnt)
                 res = bl.read_order(self.mnt, order, a.threads, self.expect)
@@ -131,7 +147,8 @@ class Bench:
                 ep = {"secs": round(res["secs"], 2),
                       "MiBps": round(res["bytes"] / MIB / res["secs"], 1),
                       "from_backend": s1["bytes_from_backend"] - s0["bytes_from_backend"],
-                      "rss_now": vm(d.pid, "VmRSS")}
+                      "rss_now": vm(d.pid, "VmRSS"),
+                      "staged_chunks": s1.get("staged_chunks", 0) - s0.get("staged_chunks", 0)}
                 r["epochs"].append(ep)
                 log("%s epoch %d: %.1f s, %.0f MiB/s, %d MiB from the backend, RSS %d MiB"
                     % (name, e + 1, ep["secs"], ep["MiBps"], ep["from_backend"] >> 20,
