@@ -169,8 +169,14 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 int lists_begin(struct lists *l, const char *name, int64_t epoch,
 		uint64_t at);
 
-/* lists_note_open() - a reader opened @fid; @ready: it was fully cached */
-void lists_note_open(struct lists *l, uint64_t fid, bool ready);
+/*
+ * lists_note_open() - a reader opened @fid; @ready: it was fully cached.
+ * Return: true if a list moved (it expected the open, began its next
+ * epoch with it, or jumped ahead to it): the prefetch window changed.
+ * False for a file no list is still to read (no lists, a file in none, a
+ * re-read): nothing for the prefetcher to do.
+ */
+bool lists_note_open(struct lists *l, uint64_t fid, bool ready);
 
 /*
  * lists_next_use() - files until @fid is read again (min over active

@@ -972,6 +972,8 @@ char *ctl_stats_text(struct ctl *c, size_t *len)
 
 void ctl_note_open(struct ctl *c, uint64_t fid, bool ready)
 {
-	lists_note_open(c->d.lists, fid, ready);
-	prefetch_kick(c->d.pf);
+	/* a wake-up of the prefetch thread per open costs a context switch
+	 * per file: only when a list moved */
+	if (lists_note_open(c->d.lists, fid, ready))
+		prefetch_kick(c->d.pf);
 }

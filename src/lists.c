@@ -895,9 +895,9 @@ static void open_advancing(const struct lists *l, struct rlist *r,
 	open_current(l, r, htab_get(&r->cur->by_fid, fid), ready);
 }
 
-void lists_note_open(struct lists *l, uint64_t fid, bool ready)
+bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
 {
-	bool claimed = false, advanced = false;
+	bool claimed = false, advanced = false, jumped = false;
 	uint64_t now;
 	unsigned i;
 
@@ -924,9 +924,11 @@ void lists_note_open(struct lists *l, uint64_t fid, bool ready)
 		if (x && unread_ahead(r->cur, x)) {
 			open_current(l, r, x, ready);
 			r->active_ms = now;
+			jumped = true;
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
+	return claimed || advanced || jumped;
 }
 
 /* bytes of @e from ent @i on (@i <= n) */

@@ -292,8 +292,12 @@ static void test_all_bad_changes_nothing(void)
 	struct list_report rep;
 	char *text;
 
+	/* no list yet: an open moves nothing (the prefetcher is not woken) */
+	CHECK(!lists_note_open(l, F(1), true));
 	CHECK_INT(publish(l, "a", "f1\nf2\nf3\n", NULL), ==, 0);
-	lists_note_open(l, F(1), true);
+	CHECK(lists_note_open(l, F(1), true));	/* expected: the list moved */
+	CHECK(!lists_note_open(l, F(1), true));	/* a re-read */
+	CHECK(!lists_note_open(l, F(9), true));	/* in no list */
 	/* not a single usable line: -EINVAL, the report still counts */
 	CHECK_INT(publish(l, "a", "nosuch\nd1\n\n\xff\n", &rep), ==, -EINVAL);
 	CHECK_INT(rep.lines, ==, 4);
