@@ -171,10 +171,11 @@ int lists_begin(struct lists *l, const char *name, int64_t epoch,
 
 /*
  * lists_note_open() - a reader opened @fid; @ready: it was fully cached.
- * Return: true if a list moved (it expected the open, began its next
- * epoch with it, or jumped ahead to it): the prefetch window changed.
- * False for a file no list is still to read (no lists, a file in none, a
- * re-read): nothing for the prefetcher to do.
+ * Return: true if a list moved (a file of its current epoch read for
+ * the first time, in order, as a straggler or as a jump ahead, or its
+ * next epoch begun with it): the prefetch window changed.  False for a
+ * file no list is still to read (no lists, a file in none, a re-read):
+ * nothing for the prefetcher to do.
  */
 bool lists_note_open(struct lists *l, uint64_t fid, bool ready);
 

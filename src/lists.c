@@ -853,15 +853,18 @@ static void open_current(const struct lists *l, struct rlist *r,
 		drop_stragglers(r);	/* a window into the new epoch */
 }
 
-/* does @r expect @fid now: a straggler, an open in order, a repeat */
+/* does @r expect @fid now: a straggler, an open in order, a repeat;
+ * *@moved is set unless it is a repeat (nothing read for the first time) */
 static bool expected(const struct lists *l, struct rlist *r, uint64_t fid,
-		     bool ready)
+		     bool ready, bool *moved)
 {
 	struct epoch *e = r->cur;
 	struct ent *x;
 
-	if (take_straggler(r, fid))
+	if (take_straggler(r, fid)) {
+		*moved = true;
 		return true;
+	}
 	x = e ? htab_get(&e->by_fid, fid) : NULL;
 	if (!x)
 		return false;
@@ -869,6 +872,7 @@ static bool expected(const struct lists *l, struct rlist *r, uint64_t fid,
 		if (x->idx >= e->low + ooo_window(l, e))
 			return false;
 		open_current(l, r, x, ready);
+		*moved = true;
 		return true;
 	}
 	/* opened again right after the first time: not a new pass */
@@ -897,7 +901,7 @@ static void open_advancing(const struct lists *l, struct rlist *r,
 
 bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
 {
-	bool claimed = false, advanced = false, jumped = false;
+	bool claimed = false, moved = false, advanced = false, jumped = false;
 	uint64_t now;
 	unsigned i;
 
@@ -905,7 +909,7 @@ bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
 	now = l->now_ms(l->clock_arg);
 	/* 1. the lists that expect this open */
 	for (i = 0; i < l->n; i++)
-		if (expected(l, l->l[i], fid, ready)) {
+		if (expected(l, l->l[i], fid, ready, &moved)) {
 			l->l[i]->active_ms = now;
 			claimed = true;
 		}
@@ -928,7 +932,7 @@ bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
-	return claimed || advanced || jumped;
+	return moved || advanced || jumped;
 }
 
 /* bytes of @e from ent @i on (@i <= n) */
