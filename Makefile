@@ -25,7 +25,7 @@ endif
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns recfmt meta stats policy \
           chunkbuf memchunk stageset membudget cache cache_load fetch \
-          s3sign s3list lists backend_file manifest
+          s3sign s3list s3walk lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough verifier \
           cfgfile notify metrics metrics_page manifest_src mountsafe
@@ -64,7 +64,7 @@ test: all unit
 # ThreadSanitizer (tests/stress/README.md): on build-tsan/, the unit tests
 # that start threads, then the concurrency stress test over a file://
 # mount for STRESS_SECONDS; scripts/test.sh runs `make tsan`
-TSAN_UNIT      ?= test_bgthread test_cache test_ctl test_fetch
+TSAN_UNIT      ?= test_bgthread test_cache test_ctl test_fetch test_s3walk
 STRESS_SECONDS ?= 30
 TSAN_ENV        = TSAN_OPTIONS="halt_on_error=1 exitcode=66 $$TSAN_OPTIONS"
 tsan:

@@ -17,6 +17,8 @@ into an S3 bucket through radosgw (boto3, 32 threads). Then, for each backend:
              namespace is served at once and the source re-listed in the background)
 
 and reports objects per second for each. Results: JSON (--out) and a table on stdout.
+--base-bin B runs every step with B first and then with --bin, --reps times, alternated
+(A/B pairs in one run, since this machine drifts); --backends picks rados, s3 or both.
 """
 
 import argparse
@@ -81,7 +83,10 @@ def fill_s3(client, n, dirs):
 class Run:
     def __init__(self, a):
         self.a = a
-        self.bin = os.path.abspath(a.bin)
+        self.bins = ([("base", os.path.abspath(a.base_bin))] if a.base_bin else []) + [
+            ("new" if a.base_bin else "", os.path.abspath(a.bin))]
+        self.mounts = 0
+        self.tag, self.bin = self.bins[-1]
         self.work = a.work
         self.cleanup = bl.Cleanup()
         self.results = []
@@ -95,13 +100,18 @@ class Run:
                                                         mem, self.cleanup)
         self.conf = os.path.join(self.ceph, "ceph.conf")
         self.endpoint = "http://127.0.0.1:%d" % a.rgw_port
-        secs = fill_rados(self.conf, a.objects, a.dirs)
-        log("rados: %d objects written in %.1f s (%.0f/s)" % (a.objects, secs,
-                                                               a.objects / secs))
-        self.fill = {"rados_s": round(secs, 1)}
-        secs = fill_s3(bl.s3_client(self.endpoint, self.creds, conns=32), a.objects, a.dirs)
-        log("s3: %d objects written in %.1f s (%.0f/s)" % (a.objects, secs, a.objects / secs))
-        self.fill["s3_s"] = round(secs, 1)
+        self.fill = {}
+        if "rados" in a.backends.split(","):
+            secs = fill_rados(self.conf, a.objects, a.dirs)
+            log("rados: %d objects written in %.1f s (%.0f/s)" % (a.objects, secs,
+                                                                   a.objects / secs))
+            self.fill["rados_s"] = round(secs, 1)
+        if "s3" in a.backends.split(","):
+            secs = fill_s3(bl.s3_client(self.endpoint, self.creds, conns=32), a.objects,
+                           a.dirs)
+            log("s3: %d objects written in %.1f s (%.0f/s)" % (a.objects, secs,
+                                                             a.objects / secs))
+            self.fill["s3_s"] = round(secs, 1)
 
     def source(self, backend):
         env = bl.clean_env()
@@ -114,10 +124,12 @@ class Run:
     def record(self, backend, what, secs, extra=None):
         n = self.a.objects
         r = {"backend": backend, "what": what, "objects": n, "secs": round(secs, 2),
-             "objects_per_s": round(n / secs) if secs > 0 else None}
+             "objects_per_s": round(n / secs) if secs > 0 else None, "bin": self.tag}
         r.update(extra or {})
         self.results.append(r)
-        log("%s %s: %.2f s (%s objects/s)" % (backend, what, secs, r["objects_per_s"]))
+        log("%s %s%s: %.2f s (%s objects/s)" % (backend, what,
+                                                " [%s]" % self.tag if self.tag else "",
+                                                secs, r["objects_per_s"]))
 
     def manifest(self, backend):
         src, opts, env = self.source(backend)
@@ -138,7 +150,8 @@ class Run:
     def mount(self, backend):
         src, opts, env = self.source(backend)
         mnt = os.path.join(self.work, "mnt")
-        cache = os.path.join(self.work, "cache-" + backend)
+        self.mounts += 1
+        cache = os.path.join(self.work, "cache-%s-%d" % (backend, self.mounts))
         os.makedirs(mnt, exist_ok=True)
         for what in ("first mount", "remount"):
             logp = os.path.join(self.work, "%s-%s.log" % (backend, what.replace(" ", "-")))
@@ -166,6 +179,10 @@ def main():
     ap.add_argument("--objects", type=int, default=100_000)
     ap.add_argument("--dirs", type=int, default=100)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--base-bin", default=None,
+                    help="another fusefs binary: each step is run with it, then with --bin")
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--backends", default="rados,s3")
     ap.add_argument("--out", default="/tmp/fusefs-bench-listing.json")
     ap.add_argument("--mon-port", type=int, default=int(os.environ.get("CEPH_TEST_MON_PORT", 6900)))
     ap.add_argument("--rgw-port", type=int, default=int(os.environ.get("CEPH_TEST_RGW_PORT", 7600)))
@@ -182,13 +199,15 @@ def main():
     problems = []
     try:
         run.setup()
-        for backend in ("rados", "s3"):
-            for step in (run.manifest, run.mount):
-                try:
-                    step(backend)
-                except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-                    problems.append("%s %s: %r" % (backend, step.__name__, e))
-                    log("PROBLEM: " + problems[-1])
+        for backend in a.backends.split(","):
+            for _ in range(a.reps):
+                for run.tag, run.bin in run.bins:
+                    for step in (run.manifest, run.mount):
+                        try:
+                            step(backend)
+                        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                            problems.append("%s %s: %r" % (backend, step.__name__, e))
+                            log("PROBLEM: " + problems[-1])
     except BaseException as e:
         problems.append("aborted: %r" % e)
         rc = 1
@@ -199,11 +218,12 @@ def main():
            "problems": problems}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
-    print("| backend | step | objects | seconds | objects/s | walk s | daemon RSS MiB |")
-    print("|---|---|---|---|---|---|---|")
+    print("| backend | binary | step | objects | seconds | objects/s | walk s | daemon RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in run.results:
-        print("| %s | %s | %d | %.2f | %s | %s | %s |" % (
-            r["backend"], r["what"], r["objects"], r["secs"], r["objects_per_s"],
+        print("| %s | %s | %s | %d | %.2f | %s | %s | %s |" % (
+            r["backend"], r.get("bin") or "-", r["what"], r["objects"], r["secs"],
+            r["objects_per_s"],
             r.get("walk_s", "-"),
             "%.0f" % (r["rss_kib"] / 1024) if r.get("rss_kib") else "-"))
     if problems:

@@ -21,13 +21,15 @@
 /* one listing (s3_listing_init() defaults) */
 #define S3_LIST_MAX_KEYS	100000000ULL
 #define S3_LIST_MAX_PAGES	1000000ULL
-#define S3_LIST_MAX_EMPTY	1000		/* pages in a row without a key */
+#define S3_LIST_MAX_EMPTY	1000		/* pages in a row without a key
+						 * or a common prefix */
 #define S3_LIST_MAX_SECONDS	(6ULL * 3600)
 
 struct s3_page {
 	bool truncated;			/* IsTruncated */
 	char next_token[1024];		/* NextContinuationToken */
 	unsigned keys;			/* Contents seen */
+	unsigned prefixes;		/* CommonPrefixes seen */
 	bool url_encoded;		/* EncodingType url: Keys were decoded */
 	const char *error;		/* why the page was refused, or NULL */
 };
@@ -39,6 +41,7 @@ struct s3_page {
  * encoding-type=url), each Key is URL-decoded (%XX and '+'), so @key may
  * hold any byte, NUL included: @len counts them.  Tokens are never
  * encoded (S3 encodes Key, Prefix, Delimiter and StartAfter only).
+ * @key is NUL-terminated after its @len bytes either way.
  *
  * Refused with -EBADMSG, @page->error saying why, and @fn not called at
  * all: a malformed document, a DOCTYPE or entity, a root other than
@@ -53,6 +56,19 @@ int s3list_parse(const char *xml, size_t len, struct s3_page *page,
 		 int (*fn)(void *arg, const char *key, size_t klen,
 			   const struct ns_attr *a),
 		 void *arg);
+/*
+ * s3list_parse_dir() - s3list_parse() of a page listed with a delimiter:
+ * also @pfn(arg, prefix, len) for each <CommonPrefixes><Prefix> (decoded
+ * like a Key; @pfn may be NULL), in document order with the keys.  Also
+ * refused: a CommonPrefixes without a Prefix, an empty one or one over
+ * 8 KiB.  A Prefix outside CommonPrefixes (the request's echo) is not
+ * one.
+ */
+int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
+		     int (*fn)(void *arg, const char *key, size_t klen,
+			       const struct ns_attr *a),
+		     int (*pfn)(void *arg, const char *prefix, size_t plen),
+		     void *arg);
 
 /*
  * One listing's bounds, across its pages: each continuation token is

@@ -30,17 +30,22 @@
 #include "log.h"
 #include "s3list.h"
 #include "s3sign.h"
+#include "s3walk.h"
+#include "strsafe.h"
 
 #define EMPTY_SHA256 \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define URL_MAX		8192
-#define S3_SYNC_HANDLES	4	/* listing and HEAD requests at once */
+#define S3_SYNC_HANDLES	6	/* listing and HEAD requests at once */
+#define S3_LIST_STREAMS	4	/* listings of one prefix's parts at once */
+#define S3_SPLIT_DEPTH	2	/* levels listed with a delimiter (s3walk.h) */
 
 struct s3_be {
 	struct backend base;
 	char scheme[8];			/* "http" or "https" */
 	char host[512];			/* host[:port] */
 	char bucket[256];
+	char root[1025];		/* the prefix listed: "" or "PREFIX/" */
 	char sigv4[128];
 	char userpwd[512];
 	char token_hdr[4200];
@@ -317,20 +322,22 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	return http_errno(a->code);
 }
 
-/* one ListObjectsV2 page after @token ("" for the first) */
-static int list_page(struct s3_be *s, const char *token, int max_keys,
-		     struct body *b, struct s3_ans *a)
+/* one ListObjectsV2 page of @prefix after @token ("" for the first),
+ * with the delimiter '/' if @delimit */
+static int list_page(struct s3_be *s, const char *prefix, bool delimit,
+		     const char *token, int max_keys, struct body *b,
+		     struct s3_ans *a)
 {
-	char query[4096], mk[16], prefix[1100];
-	struct s3_param p[5];
+	char query[8192], mk[16];
+	struct s3_param p[6];
 	size_t n = 0;
 	int rc;
 
 	a->code = 0;		/* no answer yet: also on early errors */
 	snprintf(mk, sizeof(mk), "%d", max_keys);
-	snprintf(prefix, sizeof(prefix), "%s%s", s->base.prefix,
-		 s->base.prefix[0] ? "/" : "");
 	p[n++] = (struct s3_param){ "list-type", "2" };
+	if (delimit)
+		p[n++] = (struct s3_param){ "delimiter", "/" };
 	p[n++] = (struct s3_param){ "max-keys", mk };
 	/* keys come %-encoded: a control character cannot break the XML */
 	p[n++] = (struct s3_param){ "encoding-type", "url" };
@@ -346,20 +353,44 @@ static int list_page(struct s3_be *s, const char *token, int max_keys,
 	return sync_get(s, query, b, a);
 }
 
-/* what s3_list() hands each key through: its order, then the caller */
-struct list_ctx {
+/* one listing of a prefix (a part of s3_list()): its pages' bounds */
+struct list_part {
+	struct s3walk *w;
 	struct s3_listing guard;
-	backend_list_fn fn;
-	void *arg;
+	const char *prefix;
+	size_t plen;
 };
 
-static int list_key(void *arg, const char *key, size_t len,
+static int part_key(void *arg, const char *key, size_t len,
 		    const struct ns_attr *a)
 {
-	struct list_ctx *c = arg;
-	int rc = s3_listing_key(&c->guard, key, len);
+	struct list_part *x = arg;
+	int rc = s3_listing_key(&x->guard, key, len);
 
-	return rc ? rc : c->fn(c->arg, key, len, a);
+	if (rc)
+		return rc;
+	if (len < x->plen || memcmp(key, x->prefix, x->plen)) {
+		x->guard.error = "a key outside the prefix it was listed under";
+		return -EBADMSG;
+	}
+	return s3walk_key(x->w, key, len, a);
+}
+
+static int part_prefix(void *arg, const char *pre, size_t len)
+{
+	struct list_part *x = arg;
+	int rc;
+
+	/* every key under it has a NUL byte, which no path can hold (the
+	 * namespace skips such keys): nothing to list there */
+	if (memchr(pre, '\0', len) && len > x->plen &&
+	    !memcmp(pre, x->prefix, x->plen))
+		return 0;
+	rc = s3walk_sub(x->w, x->prefix, x->plen, pre, len);
+
+	if (rc == -EBADMSG)
+		x->guard.error = "a common prefix outside the prefix it was listed under";
+	return rc;
 }
 
 static uint64_t mono_s(void)
@@ -371,15 +402,16 @@ static uint64_t mono_s(void)
 }
 
 /*
- * Every page is checked whole before its keys are used, and the listing
- * as a whole is bounded (s3list.h): a hostile or broken endpoint gets a
- * clear error, never a listing that runs forever or a page held in full
- * whatever its size.
+ * Every page of @prefix (s3walk_prefix_fn).  Each page is checked whole
+ * before its keys are used, and the listing as a whole is bounded
+ * (s3list.h): a hostile or broken endpoint gets a clear error, never a
+ * listing that runs forever or a page held in full whatever its size.
  */
-static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
+static int list_part(void *arg, struct s3walk *w, const char *prefix,
+		     size_t plen, bool delimit)
 {
-	struct s3_be *s = sbe(be);
-	struct list_ctx c = { .fn = fn, .arg = arg };
+	struct s3_be *s = arg;
+	struct list_part x = { .w = w, .prefix = prefix, .plen = plen };
 	struct body b = { 0 };
 	struct s3_page page = { .truncated = true };
 	char token[sizeof(page.next_token)] = "";
@@ -389,33 +421,78 @@ static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 
 	if (!a)
 		return -ENOMEM;
-	s3_listing_init(&c.guard);
-	while (page.truncated) {
-		rc = list_page(s, token, 1000, &b, a);
+	s3_listing_init(&x.guard);
+	while (page.truncated && !(rc = s3walk_failed(w))) {
+		rc = list_page(s, prefix, delimit, token, 1000, &b, a);
 		if (rc) {
-			log_err("listing bucket '%s' failed on page %" PRIu64 " (HTTP %ld): %s",
-				s->bucket, c.guard.pages + 1, a->code, strerror(-rc));
+			log_err("listing bucket '%s' failed on page %" PRIu64 " (prefix '%s', HTTP %ld): %s",
+				s->bucket, x.guard.pages + 1, str_log(prefix),
+				a->code, strerror(-rc));
 			break;
 		}
-		rc = s3list_parse(b.p ? b.p : "", b.len, &page, list_key, &c);
+		rc = s3list_parse_dir(b.p ? b.p : "", b.len, &page, part_key,
+				      delimit ? part_prefix : NULL, &x);
 		if (!rc)
-			rc = s3_listing_page(&c.guard, &page, mono_s() - t0);
+			rc = s3_listing_page(&x.guard, &page, mono_s() - t0);
 		else
-			c.guard.pages++;	/* for the message */
+			x.guard.pages++;	/* for the message */
+		if (!rc)
+			rc = s3walk_page_end(w);
 		if (rc) {
-			log_err("listing bucket '%s' failed on page %" PRIu64 " after %" PRIu64 " keys: %s",
-				s->bucket, c.guard.pages, c.guard.keys,
-				page.error ? page.error :
-				c.guard.error ? c.guard.error : strerror(-rc));
+			/* not when it only stops for another part's error */
+			if (rc != s3walk_failed(w))
+				log_err("listing bucket '%s' failed on page %" PRIu64 " after %" PRIu64 " keys (prefix '%s'): %s",
+					s->bucket, x.guard.pages,
+					x.guard.keys, str_log(prefix),
+					page.error ? page.error :
+					x.guard.error ? x.guard.error :
+					strerror(-rc));
 			break;
 		}
 		memcpy(token, page.next_token, sizeof(token));
 	}
-	log_dbg("listed bucket '%s' in %" PRIu64 " pages", s->bucket,
-		c.guard.pages);
-	s3_listing_release(&c.guard);
+	log_dbg("listed prefix '%s' of bucket '%s' in %" PRIu64 " pages",
+		str_log(prefix), s->bucket, x.guard.pages);
+	s3_listing_release(&x.guard);
 	free(b.p);
 	free(a);
+	return rc;
+}
+
+/* the keys of every part, on s3_list()'s thread: bounded in number */
+struct list_ctx {
+	backend_list_fn fn;
+	void *arg;
+	uint64_t keys;
+};
+
+static int list_key(void *arg, const char *key, size_t len,
+		    const struct ns_attr *a)
+{
+	struct list_ctx *c = arg;
+
+	if (++c->keys > S3_LIST_MAX_KEYS) {
+		log_err("listing: more than %llu keys", S3_LIST_MAX_KEYS);
+		return -E2BIG;
+	}
+	return c->fn(c->arg, key, len, a);
+}
+
+/*
+ * The prefix is listed in parts (s3walk.h): the first S3_SPLIT_DEPTH
+ * levels with a delimiter, each common prefix by the next free one of
+ * S3_LIST_STREAMS streams.  A server that ignores the delimiter returns
+ * every key in the first listing, as one plain listing would.
+ */
+static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
+{
+	struct s3_be *s = sbe(be);
+	struct list_ctx c = { .fn = fn, .arg = arg };
+	int rc;
+
+	rc = s3walk_run(S3_LIST_STREAMS, S3_SPLIT_DEPTH, s->root,
+			strlen(s->root), list_part, s, list_key, &c);
+	log_dbg("listed bucket '%s': %" PRIu64 " keys", s->bucket, c.keys);
 	return rc;
 }
 
@@ -753,7 +830,7 @@ static int check_bucket(struct s3_be *s)
 
 	if (!a)
 		return -ENOMEM;
-	rc = list_page(s, "", 1, &b, a);
+	rc = list_page(s, s->root, false, "", 1, &b, a);
 	s3_error_code(b.p, code, sizeof(code));
 	if (rc && rc != -EFBIG && !a->code)		/* -EFBIG: said already */
 		say_unreachable(s, a, rc);
@@ -821,6 +898,8 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 		fprintf(stderr, "fusefs: prefix too long\n");
 		goto out_free;
 	}
+	snprintf(s->root, sizeof(s->root), "%s%s", s->base.prefix,
+		 s->base.prefix[0] ? "/" : "");
 	if (!ep || parse_endpoint(s, ep)) {
 		fprintf(stderr, "fusefs: %s S3 endpoint%s%s: use --endpoint http(s)://HOST[:PORT]\n",
 			ep ? "bad" : "missing", ep ? " " : "", ep ? ep : "");

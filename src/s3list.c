@@ -115,15 +115,16 @@ static void text_add(struct text *t, const char *s)
 enum field {
 	F_NONE, F_OTHER,
 	/* children of the root */
-	F_CONTENTS, F_TRUNCATED, F_TOKEN, F_ENCODING,
-	/* children of Contents */
-	F_KEY, F_SIZE, F_MTIME, F_ETAG,
+	F_CONTENTS, F_PREFIXES, F_TRUNCATED, F_TOKEN, F_ENCODING,
+	/* children of Contents (Prefix: of CommonPrefixes) */
+	F_KEY, F_SIZE, F_MTIME, F_ETAG, F_PREFIX,
 };
 
 struct parse {
 	struct s3_page *page;
 	int (*fn)(void *arg, const char *key, size_t klen,
 		  const struct ns_attr *a);
+	int (*pfn)(void *arg, const char *prefix, size_t len);
 	void *arg;
 	bool deliver;		/* the second pass: call fn */
 	bool url;		/* keys are URL-encoded (from the first pass) */
@@ -133,6 +134,7 @@ struct parse {
 	/* the Contents being read */
 	struct ns_attr a;
 	bool have_key, have_size;
+	bool have_prefix;	/* the CommonPrefixes being read */
 };
 
 /* the elements read: children of the root (@top) or of a Contents */
@@ -144,6 +146,7 @@ static enum field field_of(const char *name, bool top)
 		bool top;
 	} known[] = {
 		{ "Contents", F_CONTENTS, true },
+		{ "CommonPrefixes", F_PREFIXES, true },
 		{ "IsTruncated", F_TRUNCATED, true },
 		{ "NextContinuationToken", F_TOKEN, true },
 		{ "EncodingType", F_ENCODING, true },
@@ -151,6 +154,7 @@ static enum field field_of(const char *name, bool top)
 		{ "Size", F_SIZE, false },
 		{ "LastModified", F_MTIME, false },
 		{ "ETag", F_ETAG, false },
+		{ "Prefix", F_PREFIX, false },
 	};
 	size_t i;
 
@@ -187,6 +191,11 @@ static int end_sub(struct parse *p)
 	case F_MTIME:
 		p->a.mtime = s3_parse_time(t->p, &when) || when < 0 ? 0 : when;
 		break;
+	case F_PREFIX:
+		if (p->key.over)
+			return refuse(p, "a Prefix longer than 8 KiB");
+		p->have_prefix = true;
+		break;
 	case F_ETAG:
 		/* it goes into If-Match headers: CR/LF would split them */
 		if (t->over || !s3_version_ok(t->p, t->len))
@@ -214,6 +223,7 @@ static int end_contents(struct parse *p)
 		klen = s3_url_decode(p->key.p, p->key.len, p->decoded);
 		if (klen < 0)
 			return refuse(p, "a Key that is not properly URL-encoded");
+		p->decoded[klen] = '\0';	/* no longer name's leftovers */
 		key = p->decoded;
 	}
 	if (!klen)		/* S3 keys are never empty */
@@ -224,6 +234,30 @@ static int end_contents(struct parse *p)
 	return rc;
 }
 
+/* a CommonPrefixes ended: check it, hand it on in the second pass */
+static int end_prefixes(struct parse *p)
+{
+	const char *pre = p->key.p;
+	ssize_t len = (ssize_t)p->key.len;
+
+	if (!p->deliver)
+		p->page->prefixes++;
+	if (!p->have_prefix)
+		return refuse(p, "a CommonPrefixes without a Prefix");
+	if (p->url) {
+		len = s3_url_decode(p->key.p, p->key.len, p->decoded);
+		if (len < 0)
+			return refuse(p, "a Prefix that is not properly URL-encoded");
+		p->decoded[len] = '\0';
+		pre = p->decoded;
+	}
+	if (!len)
+		return refuse(p, "an empty Prefix");
+	if (!p->deliver || !p->pfn)
+		return 0;
+	return p->pfn(p->arg, pre, (size_t)len);
+}
+
 /* the element at depth 1 ended */
 static int end_top(struct parse *p)
 {
@@ -232,6 +266,8 @@ static int end_top(struct parse *p)
 	switch (p->top) {
 	case F_CONTENTS:
 		return end_contents(p);
+	case F_PREFIXES:
+		return end_prefixes(p);
 	case F_TRUNCATED:
 		p->page->truncated = !strcmp(t->p, "true");
 		break;
@@ -264,14 +300,20 @@ static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
 		p->top = field_of(name, true);
 		p->sub = F_NONE;
 		text_reset(&p->small);
-		if (p->top == F_CONTENTS) {
+		if (p->top == F_CONTENTS || p->top == F_PREFIXES) {
 			memset(&p->a, 0, sizeof(p->a));
-			p->have_key = p->have_size = false;
+			p->have_key = p->have_size = p->have_prefix = false;
 			text_reset(&p->key);
 		}
-	} else if (depth == 2 && p->top == F_CONTENTS) {
+	} else if (depth == 2 && (p->top == F_CONTENTS ||
+				  p->top == F_PREFIXES)) {
 		p->sub = field_of(name, false);
-		text_reset(p->sub == F_KEY ? &p->key : &p->small);
+		/* a Prefix only counts inside CommonPrefixes, a Key and the
+		 * rest only inside Contents */
+		if ((p->sub == F_PREFIX) != (p->top == F_PREFIXES))
+			p->sub = F_OTHER;
+		text_reset(p->sub == F_KEY || p->sub == F_PREFIX ? &p->key :
+			   &p->small);
 	}
 	return 0;
 }
@@ -283,7 +325,8 @@ static int end_element(struct parse *p, int depth)
 	if (depth == 1) {
 		rc = end_top(p);
 		p->top = F_NONE;
-	} else if (depth == 2 && p->top == F_CONTENTS) {
+	} else if (depth == 2 && (p->top == F_CONTENTS ||
+				  p->top == F_PREFIXES)) {
 		rc = end_sub(p);
 		p->sub = F_NONE;
 	}
@@ -296,11 +339,14 @@ static void add_text(struct parse *p, xmlTextReaderPtr r, int depth)
 
 	if (!v)
 		return;
-	if (depth == 2 && p->top != F_CONTENTS && p->top != F_OTHER)
+	if (depth == 2 && p->top != F_CONTENTS && p->top != F_PREFIXES &&
+	    p->top != F_OTHER)
 		text_add(&p->small, v);
-	else if (depth == 3 && p->top == F_CONTENTS && p->sub != F_OTHER &&
-		 p->sub != F_NONE)
-		text_add(p->sub == F_KEY ? &p->key : &p->small, v);
+	else if (depth == 3 && (p->top == F_CONTENTS ||
+				p->top == F_PREFIXES) &&
+		 p->sub != F_OTHER && p->sub != F_NONE)
+		text_add(p->sub == F_KEY || p->sub == F_PREFIX ? &p->key :
+			 &p->small, v);
 }
 
 /* one pass over the page; see s3list_parse() */
@@ -355,7 +401,16 @@ int s3list_parse(const char *xml, size_t len, struct s3_page *page,
 			   const struct ns_attr *a),
 		 void *arg)
 {
-	struct parse p = { .page = page, .fn = fn, .arg = arg };
+	return s3list_parse_dir(xml, len, page, fn, NULL, arg);
+}
+
+int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
+		     int (*fn)(void *arg, const char *key, size_t klen,
+			       const struct ns_attr *a),
+		     int (*pfn)(void *arg, const char *prefix, size_t plen),
+		     void *arg)
+{
+	struct parse p = { .page = page, .fn = fn, .pfn = pfn, .arg = arg };
 	char *bufs;
 	int rc;
 
@@ -475,7 +530,7 @@ int s3_listing_page(struct s3_listing *l, const struct s3_page *page,
 	int rc;
 
 	l->pages++;
-	l->empty = page->keys ? 0 : l->empty + 1;
+	l->empty = page->keys || page->prefixes ? 0 : l->empty + 1;
 	if (elapsed_s > l->max_seconds)
 		return stop(l, -ETIMEDOUT, "the listing took longer than its time bound");
 	if (!page->truncated)

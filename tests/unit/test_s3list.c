@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "runner.h"
 #include "s3list.h"
 
@@ -322,6 +323,95 @@ static void test_empty_pages_pages_and_time(void)
 	s3_listing_release(&l);
 }
 
+struct dirseen {
+	struct seen keys;
+	int n;
+	char pre[4][64];
+};
+
+static int collect_prefix(void *arg, const char *pre, size_t len)
+{
+	struct dirseen *d = arg;
+
+	if (d->n < 4 && len < sizeof(d->pre[0])) {
+		memcpy(d->pre[d->n], pre, len);
+		d->pre[d->n][len] = '\0';
+	}
+	d->n++;
+	return 0;
+}
+
+static int collect_dirkey(void *arg, const char *key, size_t len,
+			  const struct ns_attr *a)
+{
+	return collect(&((struct dirseen *)arg)->keys, key, len, a);
+}
+
+/* a delimiter listing: keys beside CommonPrefixes, decoded alike; a
+ * Prefix outside CommonPrefixes (the request's echo) is not one */
+static void test_common_prefixes(void)
+{
+	static const char page[] =
+		"<ListBucketResult><Prefix>ds%2F</Prefix><Delimiter>%2F</Delimiter>"
+		"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+		"<Contents><Key>ds%2Ftop.bin</Key><Size>3</Size></Contents>"
+		"<CommonPrefixes><Prefix>ds%2Fa%20b%2F</Prefix></CommonPrefixes>"
+		"<CommonPrefixes><Prefix>ds%2Fc%2F</Prefix></CommonPrefixes>"
+		"</ListBucketResult>";
+	static const char *const bad[] = {
+		"<ListBucketResult><CommonPrefixes></CommonPrefixes></ListBucketResult>",
+		"<ListBucketResult><CommonPrefixes><Prefix></Prefix></CommonPrefixes></ListBucketResult>",
+		"<ListBucketResult><EncodingType>url</EncodingType><CommonPrefixes><Prefix>a%zz</Prefix></CommonPrefixes></ListBucketResult>",
+		/* a Key is no Prefix */
+		"<ListBucketResult><CommonPrefixes><Key>a/</Key></CommonPrefixes></ListBucketResult>",
+	};
+	struct dirseen d = { 0 };
+	struct s3_page pg;
+	size_t i;
+
+	CHECK_INT(s3list_parse_dir(page, strlen(page), &pg, collect_dirkey,
+				   collect_prefix, &d), ==, 0);
+	CHECK_INT(d.keys.n, ==, 1);
+	CHECK_STR(d.keys.keys[0], "ds/top.bin");
+	CHECK_INT(d.n, ==, 2);
+	CHECK_STR(d.pre[0], "ds/a b/");
+	CHECK_STR(d.pre[1], "ds/c/");
+	CHECK_INT(pg.keys, ==, 1);
+	CHECK_INT(pg.prefixes, ==, 2);
+	/* the plain parser counts them and passes the keys only */
+	memset(&d, 0, sizeof(d));
+	CHECK_INT(s3list_parse(page, strlen(page), &pg, collect, &d.keys), ==, 0);
+	CHECK_INT(d.keys.n, ==, 1);
+	CHECK_INT(pg.prefixes, ==, 2);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		memset(&d, 0, sizeof(d));
+		CHECK_INT(s3list_parse_dir(bad[i], strlen(bad[i]), &pg,
+					   collect_dirkey, collect_prefix, &d),
+			  ==, -EBADMSG);
+		CHECK(pg.error != NULL);
+		CHECK_INT(d.n, ==, 0);
+	}
+}
+
+/* pages of common prefixes only are not empty pages */
+static void test_prefix_pages_are_not_empty(void)
+{
+	struct s3_listing l;
+	struct s3_page p;
+	char tok[32];
+	int i, rc = 0;
+
+	s3_listing_init(&l);
+	for (i = 0; i < S3_LIST_MAX_EMPTY + 5 && !rc; i++) {
+		snprintf(tok, sizeof(tok), "pp%d", i);
+		p = page_of(true, tok, 0);
+		p.prefixes = 1;
+		rc = s3_listing_page(&l, &p, 0);
+	}
+	CHECK_INT(rc, ==, 0);
+	s3_listing_release(&l);
+}
+
 static void test_key_order_and_count(void)
 {
 	struct s3_listing l;
@@ -362,5 +452,7 @@ int main(void)
 	TEST(test_tokens_seen_before);
 	TEST(test_empty_pages_pages_and_time);
 	TEST(test_key_order_and_count);
+	TEST(test_common_prefixes);
+	TEST(test_prefix_pages_are_not_empty);
 	return runner_done();
 }
