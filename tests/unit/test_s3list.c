@@ -289,7 +289,9 @@ static void test_tokens_seen_before(void)
 	s3_listing_release(&l);
 }
 
-static void test_empty_pages_pages_and_time(void)
+/* truncated pages without a key, each with @prefixes common prefixes,
+ * until the bound or a few past it; *@n: pages taken */
+static int keyless_pages(unsigned prefixes, int *n)
 {
 	struct s3_listing l;
 	struct s3_page p;
@@ -300,11 +302,23 @@ static void test_empty_pages_pages_and_time(void)
 	for (i = 0; i < S3_LIST_MAX_EMPTY + 5 && !rc; i++) {
 		snprintf(tok, sizeof(tok), "fresh%d", i);
 		p = page_of(true, tok, 0);
+		p.prefixes = prefixes;
 		rc = s3_listing_page(&l, &p, 0);
 	}
-	CHECK_INT(rc, ==, -ELOOP);
-	CHECK_INT(i, ==, S3_LIST_MAX_EMPTY);
 	s3_listing_release(&l);
+	*n = i;
+	return rc;
+}
+
+static void test_empty_pages_pages_and_time(void)
+{
+	struct s3_listing l;
+	struct s3_page p;
+	char tok[32];
+	int i, rc;
+
+	CHECK_INT(keyless_pages(0, &i), ==, -ELOOP);
+	CHECK_INT(i, ==, S3_LIST_MAX_EMPTY);
 
 	s3_listing_init(&l);
 	l.max_pages = 10;
@@ -396,20 +410,10 @@ static void test_common_prefixes(void)
 /* pages of common prefixes only are not empty pages */
 static void test_prefix_pages_are_not_empty(void)
 {
-	struct s3_listing l;
-	struct s3_page p;
-	char tok[32];
-	int i, rc = 0;
+	int i;
 
-	s3_listing_init(&l);
-	for (i = 0; i < S3_LIST_MAX_EMPTY + 5 && !rc; i++) {
-		snprintf(tok, sizeof(tok), "pp%d", i);
-		p = page_of(true, tok, 0);
-		p.prefixes = 1;
-		rc = s3_listing_page(&l, &p, 0);
-	}
-	CHECK_INT(rc, ==, 0);
-	s3_listing_release(&l);
+	CHECK_INT(keyless_pages(1, &i), ==, 0);
+	CHECK_INT(i, ==, S3_LIST_MAX_EMPTY + 5);
 }
 
 static void test_key_order_and_count(void)
