@@ -65,8 +65,10 @@ int s3walk_page_end(struct s3walk *w);
 /*
  * s3walk_sub() - common prefix @prefix (@len bytes) of the listing of
  * @parent (@plen bytes) is to be listed too.  Refused with -EBADMSG (a
- * hostile or broken server) if it is not longer than @parent, does not
- * start with it or holds a NUL byte.  Nonzero: stop.
+ * hostile or broken server) if it is not longer than @parent or does not
+ * start with it.  One with a NUL byte is not listed (0): it cannot be
+ * asked for, and every key below it has a NUL byte, which no path can
+ * hold (the callers skip such keys).  Nonzero: stop.
  */
 int s3walk_sub(struct s3walk *w, const char *parent, size_t plen,
 	       const char *prefix, size_t len);

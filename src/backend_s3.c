@@ -379,14 +379,7 @@ static int part_key(void *arg, const char *key, size_t len,
 static int part_prefix(void *arg, const char *pre, size_t len)
 {
 	struct list_part *x = arg;
-	int rc;
-
-	/* every key under it has a NUL byte, which no path can hold (the
-	 * namespace skips such keys): nothing to list there */
-	if (memchr(pre, '\0', len) && len > x->plen &&
-	    !memcmp(pre, x->prefix, x->plen))
-		return 0;
-	rc = s3walk_sub(x->w, x->prefix, x->plen, pre, len);
+	int rc = s3walk_sub(x->w, x->prefix, x->plen, pre, len);
 
 	if (rc == -EBADMSG)
 		x->guard.error = "a common prefix outside the prefix it was listed under";

@@ -98,9 +98,10 @@ int s3walk_sub(struct s3walk *s, const char *parent, size_t plen,
 	struct walk *w = s->w;
 	int rc;
 
-	if (len <= plen || memcmp(prefix, parent, plen) ||
-	    memchr(prefix, '\0', len))
+	if (len <= plen || memcmp(prefix, parent, plen))
 		return -EBADMSG;
+	if (memchr(prefix, '\0', len))
+		return 0;	/* cannot be asked for; its keys are skipped */
 	pthread_mutex_lock(&w->lock);
 	rc = w->rc ? w->rc : push_locked(w, prefix, len, s->depth + 1);
 	pthread_mutex_unlock(&w->lock);

@@ -47,6 +47,7 @@ static void make_keys(void)
 struct fake {
 	int delimited, plain;		/* listings of each kind */
 	bool hostile;			/* a common prefix outside its parent */
+	bool nul;			/* and one with a NUL byte at the root */
 	pthread_mutex_t lock;
 };
 
@@ -66,6 +67,9 @@ static int fake_list(void *arg, struct s3walk *w, const char *prefix,
 	pthread_mutex_unlock(&f->lock);
 	if (f->hostile && delimit)
 		return s3walk_sub(w, prefix, plen, "elsewhere/", 10);
+	if (f->nul && plen == 3 && (rc = s3walk_sub(w, prefix, plen,
+						    "ds/n\0ul/", 8)))
+		return rc;
 	for (i = 0; i < nkeys && !rc; i++) {
 		const char *k = keys[i], *slash;
 		struct ns_attr a = { .size = (uint64_t)i };
@@ -139,6 +143,21 @@ static void test_every_key_once(void)
 	}
 }
 
+/* a common prefix with a NUL byte cannot be asked for: not listed, and
+ * the walk goes on */
+static void test_nul_prefix_skipped(void)
+{
+	struct fake f = { .lock = PTHREAD_MUTEX_INITIALIZER, .nul = true };
+	static struct got g;
+
+	memset(&g, 0, sizeof(g));
+	g.self = pthread_self();
+	CHECK_INT(s3walk_run(4, 2, "ds/", 3, fake_list, &f, got_key, &g), ==,
+		  0);
+	CHECK_INT(g.total, ==, nkeys);
+	CHECK_INT(f.delimited, ==, 1 + 17);
+}
+
 static void test_no_split(void)
 {
 	struct fake f = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -181,6 +200,7 @@ int main(void)
 	make_keys();
 	TEST(test_every_key_once);
 	TEST(test_no_split);
+	TEST(test_nul_prefix_skipped);
 	TEST(test_errors_stop_the_walk);
 	return runner_done();
 }
