@@ -115,8 +115,12 @@ def test_dataset_twice_the_cache(mounter, many, tmp_path, publish):
     per = run_epochs(m, many, tmp_path, 3, publish)
     print(per, {k: v for k, v in m.stats().items() if not k.startswith("ns_")})
     dataset, cache = 128 * MiB, 64 * MiB
-    for b in per[1:]:
-        assert b <= 1.05 * (dataset - cache), per
+    # steady state: what the cache cannot hold, once per epoch. Summed over
+    # the epochs after the first, because a prefetch for epoch e+1 may land
+    # before the reader finishes epoch e and is then counted there (a slow
+    # reader under ASan gave [65M, 91M, 0]); LRU fetches ~2x this
+    steady = per[1:]
+    assert sum(steady) <= 1.05 * (dataset - cache) * len(steady), per
     assert m.stats()["cache_bytes_used"] <= cache
 
 
@@ -290,6 +294,9 @@ def test_shards_stream_through_chunk_by_chunk(mounter, big_shards):
                 assert f.read() == big_shards[n], n
         per.append(m.stats()["bytes_from_backend"] - before)
     print("backend per epoch (MiB):", [b / MiB for b in per])
-    for b in per[1:]:
-        assert b <= 1.05 * (32 - 16) * MiB, per
+    # summed over the steady epochs for the reason given in
+    # test_dataset_twice_the_cache: the queued next epoch may be fetched
+    # inside this epoch's window
+    steady = per[1:]
+    assert sum(steady) <= 1.05 * (32 - 16) * MiB * len(steady), per
     assert m.stats()["cache_bytes_used"] <= 16 * MiB
