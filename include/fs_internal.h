@@ -25,6 +25,7 @@ struct fs {
 	struct passthrough *pt;	/* kernel reads of complete files */
 	double attr_timeout;	/* files: --revalidate (1 s if 0) */
 	time_t mounted;		/* directories' and control files' times */
+	_Atomic unsigned lookups_now;	/* LOOKUPs being answered */
 };
 
 static inline struct fs *fs_of(fuse_req_t req)

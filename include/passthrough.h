@@ -9,9 +9,13 @@
  * and routes every read and writev of the session through (clone fds
  * included).  On the way in it notes the INIT request and whether the
  * kernel offers FUSE_PASSTHROUGH; on the way out it patches two replies:
- *  - INIT: FUSE_INIT_EXT | FUSE_PASSTHROUGH and max_stack_depth 1, when
- *    the kernel offered it, passthrough is wanted and the daemon may use
- *    it (CAP_SYS_ADMIN: the backing ioctls need it);
+ *  - INIT: FUSE_PARALLEL_DIROPS when the kernel offered it (libfuse 3.14
+ *    wants it by default but leaves it out of the reply, and the kernel
+ *    then runs the LOOKUPs and READDIRs of one directory one at a time;
+ *    so the device is wrapped with passthrough off too); FUSE_INIT_EXT |
+ *    FUSE_PASSTHROUGH and max_stack_depth 1, when the kernel offered it,
+ *    passthrough is wanted and the daemon may use it (CAP_SYS_ADMIN: the
+ *    backing ioctls need it);
  *  - OPEN: FOPEN_PASSTHROUGH and the backing id, for the open reply a
  *    handler marked with passthrough_mark_reply() just before sending it
  *    (on the same thread: libfuse writes a reply from the thread that
@@ -35,7 +39,8 @@ enum passthrough_mode { PASSTHROUGH_OFF, PASSTHROUGH_AUTO };
 
 /*
  * passthrough_setup() - after fuse_session_mount(), before the loop:
- * wrap the session's device.  With PASSTHROUGH_OFF nothing is wrapped.
+ * wrap the session's device.  With PASSTHROUGH_OFF only the INIT reply's
+ * parallel directory operations are patched in.
  * Return: 0, or -errno (the mount then goes on without passthrough).
  */
 int passthrough_setup(struct passthrough **out, struct fuse_session *se,

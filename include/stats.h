@@ -49,6 +49,7 @@
 	X(verifier_kept)	/* verified chunks handed to open files' readers */ \
 	X(data_flushes)		/* FLUSH requests for data files */	\
 	X(data_file_opens)	/* data files opened (kept open while idle) */ \
+	X(lookups_concurrent_max) /* most LOOKUPs answered at once (a max) */ \
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
 	X(backend_read_us_le_4000)					\
 	X(backend_read_us_le_16000)					\

@@ -148,6 +148,29 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	fs_erofs_entry(req, newparent, newname);
 }
 
+/*
+ * The most LOOKUPs answered at once: above 1 only when the kernel sends
+ * them in parallel, which for one directory needs FUSE_PARALLEL_DIROPS
+ * (passthrough.c patches it into the INIT reply; a test stats the files
+ * of one directory from several threads and looks for > 1).
+ */
+static void lookup_enter(struct fs *fs)
+{
+	unsigned now = atomic_fetch_add(&fs->lookups_now, 1) + 1;
+	uint64_t max = atomic_load_explicit(&fs->d->st->lookups_concurrent_max,
+					    memory_order_relaxed);
+
+	while (now > max &&
+	       !atomic_compare_exchange_weak(&fs->d->st->lookups_concurrent_max,
+					     &max, now))
+		;
+}
+
+static void lookup_leave(struct fs *fs)
+{
+	atomic_fetch_sub(&fs->lookups_now, 1);
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
@@ -167,6 +190,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
+	lookup_enter(fs);
 	ns = nsmgr_rdlock(fs->d->nm);
 	parent_ok = ns_get(ns, parent) != NULL;
 	n = ns_lookup(ns, parent, name);
@@ -177,6 +201,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		e.entry_timeout = fs->attr_timeout;
 	}
 	nsmgr_unlock(fs->d->nm);
+	lookup_leave(fs);
 	if (!n && !parent_ok)
 		fs_reply_err(req, -ENOENT);
 	else

@@ -58,6 +58,7 @@ struct passthrough {
 	enum passthrough_mode mode;
 	uint64_t init_unique;		/* the INIT request, 0: not seen */
 	bool offered;			/* the kernel offered passthrough */
+	bool pdirops;			/* ... and parallel directory ops */
 	bool active;			/* negotiated */
 };
 
@@ -86,19 +87,32 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *ud)
 	ssize_t r = read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
-	if (pt && r >= (ssize_t)(sizeof(*in) + offsetof(struct fuse_init_in, flags2) +
+	if (pt && r >= (ssize_t)(sizeof(*in) + offsetof(struct fuse_init_in, flags) +
 			   sizeof(uint32_t)) &&
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *ii = (const void *)(in + 1);
 
 		pt->init_unique = in->unique;
-		pt->offered = (ii->flags & FUSE_INIT_EXT) &&
+		pt->pdirops = ii->flags & FUSE_PARALLEL_DIROPS;
+		/* flags2 exists from protocol 7.36 on */
+		pt->offered = r >= (ssize_t)(sizeof(*in) +
+				offsetof(struct fuse_init_in, flags2) +
+				sizeof(uint32_t)) &&
+			      (ii->flags & FUSE_INIT_EXT) &&
 			      (ii->flags2 & (uint32_t)(FUSE_PASSTHROUGH >> 32));
 	}
 	return r;
 }
 
-/* the INIT reply: ask for passthrough when offered, wanted, allowed */
+/*
+ * The INIT reply: parallel directory operations when offered, and
+ * passthrough when offered, wanted and allowed.  libfuse 3.14 wants
+ * FUSE_CAP_PARALLEL_DIROPS by default but never copies it into the reply
+ * (its do_init() has no line for it), so the kernel took a per-directory
+ * mutex around every LOOKUP and READDIR: stat()s of the files of one
+ * directory from several threads ran one at a time.  The handlers of
+ * both are safe to run concurrently (nsmgr's rwlock, ctl's lock).
+ */
 static void patch_init(struct passthrough *pt, struct iovec *iov, int count)
 {
 	struct fuse_out_header *out = iov[0].iov_base;
@@ -106,9 +120,15 @@ static void patch_init(struct passthrough *pt, struct iovec *iov, int count)
 
 	pt->init_unique = 0;
 	if (out->error || count < 2 ||
-	    iov[1].iov_len < offsetof(struct fuse_init_out, unused) + 4)
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + 4)
 		return;
 	io = iov[1].iov_base;
+	if (pt->pdirops)
+		io->flags |= FUSE_PARALLEL_DIROPS;
+	if (pt->mode == PASSTHROUGH_OFF)
+		return;
+	if (iov[1].iov_len < offsetof(struct fuse_init_out, unused) + 4)
+		return;
 	if (!pt->offered) {
 		log_info("passthrough: the kernel does not offer it; reads go through the daemon");
 		return;
@@ -177,14 +197,13 @@ int passthrough_setup(struct passthrough **out, struct fuse_session *se,
 	pthread_mutex_init(&pt->lock, NULL);
 	htab_init(&pt->inodes, inode_key);
 	*out = pt;
-	if (mode == PASSTHROUGH_OFF) {
+	if (mode == PASSTHROUGH_OFF)
 		log_info("passthrough: off (--passthrough off)");
-		return 0;
-	}
+	/* also with passthrough off: the INIT reply's parallel dirops */
 	the_pt = pt;
 	if (fuse_session_custom_io(se, &io, pt->fd)) {
 		the_pt = NULL;
-		log_warn("passthrough: cannot wrap the FUSE device; reads go through the daemon");
+		log_warn("cannot wrap the FUSE device: no passthrough, lookups in one directory one at a time");
 		return -EIO;
 	}
 	return 0;
