@@ -356,11 +356,12 @@ class Daemon:
         self.cleanup.done(self.cidx)
 
 
-def rss_kib(pid):
-    """VmRSS of process @pid in KiB (-1 if not found)"""
+def rss_kib(pid, field="VmRSS"):
+    """VmRSS (or @field: RssAnon, RssFile, ...) of process @pid in KiB (-1 if
+    not found)"""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return -1
 

@@ -36,9 +36,11 @@ struct ns_attr {
 struct ns_node {
 	uint64_t ino;
 	uint64_t parent;
-	char *path;		/* relative to the mount root; "" for the root */
+	const char *path;	/* relative to the mount root; "" for the root */
 	const char *name;	/* last component, points into path */
-	char *key;		/* backend object name (files only) */
+	const char *key;	/* backend object name (files only) */
+	/* path and key live in the node's own allocation (path often as
+	 * key's tail) and go with it */
 	bool is_dir;
 	bool hidden;		/* shadowed by a directory of the same name */
 	struct ns_attr attr;	/* files: read with ns_attr_get() */

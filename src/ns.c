@@ -52,27 +52,49 @@ static struct ns_node *tab_get(const struct ns *ns, uint64_t ino)
 
 static void node_free(struct ns_node *n)
 {
-	free(n->path);
-	free(n->key);
 	free(n->kids);
-	free(n);
+	free(n);		/* the strings live in the same allocation */
 }
 
-static struct ns_node *node_new(uint64_t ino, const char *path, size_t len,
-				bool dir)
+/* whether @path is @key's tail after a '/' (or all of it) */
+static bool key_ends_in(const char *key, size_t klen, const char *path,
+			size_t len)
 {
-	struct ns_node *n = calloc(1, sizeof(*n));
+	return klen >= len && !memcmp(key + klen - len, path, len) &&
+	       (klen == len || key[klen - len - 1] == '/');
+}
+
+/*
+ * A node and its strings in one allocation: the key (files; NULL for
+ * directories), then the path unless it is the key's tail, as it is
+ * for every name pathmap serves verbatim under the prefix.  One malloc
+ * instead of three saves their headers and roundings and a copy of the
+ * path: about 64 bytes a file (docs/benchmarks-scale.md).
+ */
+static struct ns_node *node_new(uint64_t ino, const char *path, size_t len,
+				const char *key, size_t klen, bool dir)
+{
+	bool shared = key && key_ends_in(key, klen, path, len);
+	size_t extra = (key ? klen + 1 : 0) + (shared ? 0 : len + 1);
+	struct ns_node *n = calloc(1, sizeof(*n) + extra);
+	char *s = (char *)(n + 1);
 	const char *slash;
 
 	if (!n)
 		return NULL;
-	n->path = malloc(len + 1);
-	if (!n->path) {
-		free(n);
-		return NULL;
+	if (key) {
+		memcpy(s, key, klen);
+		s[klen] = '\0';
+		n->key = s;
+		s += klen + 1;
 	}
-	memcpy(n->path, path, len);
-	n->path[len] = '\0';
+	if (shared) {
+		n->path = n->key + klen - len;
+	} else {
+		memcpy(s, path, len);
+		s[len] = '\0';
+		n->path = s;
+	}
 	slash = memrchr(n->path, '/', len);
 	n->name = slash ? slash + 1 : n->path;
 	n->ino = ino;
@@ -105,7 +127,7 @@ struct ns *ns_create(uint64_t seed)
 	ns->seed = seed;
 	htab_init(&ns->tab, node_key);
 	pthread_mutex_init(&ns->attr_lock, NULL);
-	ns->root = node_new(NS_ROOT_INO, "", 0, true);
+	ns->root = node_new(NS_ROOT_INO, "", 0, NULL, 0, true);
 	if (!ns->root || tab_insert(ns, ns->root)) {
 		ns_destroy(ns);
 		return NULL;
@@ -155,7 +177,7 @@ static struct ns_node *dir_get(struct ns *ns, const char *rel, size_t len,
 	parent = dir_get(ns, rel, slash ? (size_t)(slash - rel) : 0, err);
 	if (!parent)
 		return NULL;
-	d = node_new(ino, rel, len, true);
+	d = node_new(ino, rel, len, NULL, 0, true);
 	if (!d || kid_add(parent, d) || tab_insert(ns, d)) {
 		/* a node already linked to its parent is freed with the tree */
 		if (d && d->parent == 0)
@@ -206,7 +228,7 @@ int ns_add(struct ns *ns, const char *key, size_t len, const char *prefix,
 	if (!dir)
 		goto out;
 	f = node_new(mkino(ns, false, r.rel, r.rel_len), r.rel, r.rel_len,
-		     false);
+		     key, len, false);
 	if (!f)
 		return -ENOMEM;
 	if (tab_get(ns, f->ino)) {
@@ -214,8 +236,7 @@ int ns_add(struct ns *ns, const char *key, size_t len, const char *prefix,
 		err = EEXIST;
 		goto out;
 	}
-	f->key = strndup(key, len);
-	if (!f->key || kid_add(dir, f) || tab_insert(ns, f)) {
+	if (kid_add(dir, f) || tab_insert(ns, f)) {
 		if (!f->parent)
 			node_free(f);
 		return -ENOMEM;
