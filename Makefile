@@ -108,6 +108,16 @@ bench-open: all
 	/usr/bin/python3 bench/open.py --bin $(BIN) $(BENCH_OPEN_ARGS)
 .PHONY: bench-open
 
+# listing throughput of a real pool and bucket of 100,000 objects (docs/benchmarks-scale.md),
+# ~6 min; needs root.  A/B: make bench-listing BENCH_LISTING_ARGS="--base-bin B --reps 4"
+bench-listing: all
+	/usr/bin/python3 bench/listing.py --bin $(BIN) $(BENCH_LISTING_ARGS)
+# namespace scale from synthetic manifests (docs/benchmarks-scale.md): 10 million files
+# by default, ~5 min and ~5 GiB of RAM; BENCH_SCALE_ARGS="--files 1000000 --dirs 10000"
+bench-scale: all
+	/usr/bin/python3 bench/scale.py --bin $(BIN) $(BENCH_SCALE_ARGS)
+.PHONY: bench-listing bench-scale
+
 # libFuzzer targets (tests/fuzz/README.md): clang with ASan+UBSan, each
 # target linked from its harness and only the modules it exercises
 FUZZ_CC      ?= clang-14

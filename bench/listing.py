@@ -17,8 +17,10 @@ into an S3 bucket through radosgw (boto3, 32 threads). Then, for each backend:
              namespace is served at once and the source re-listed in the background)
 
 and reports objects per second for each. Results: JSON (--out) and a table on stdout.
---base-bin B runs every step with B first and then with --bin, --reps times, alternated
-(A/B pairs in one run, since this machine drifts); --backends picks rados, s3 or both.
+--base-bin B runs every step with B and with --bin, --reps times, B first in even reps
+and --bin first in odd ones (A/B pairs in one run, since this machine drifts, and neither
+binary always second: a second run may find the gateway warm); --backends picks rados,
+s3 or both.
 """
 
 import argparse
@@ -200,8 +202,8 @@ def main():
     try:
         run.setup()
         for backend in a.backends.split(","):
-            for _ in range(a.reps):
-                for run.tag, run.bin in run.bins:
+            for rep in range(a.reps):
+                for run.tag, run.bin in (run.bins if rep % 2 == 0 else run.bins[::-1]):
                     for step in (run.manifest, run.mount):
                         try:
                             step(backend)
