@@ -3,6 +3,7 @@
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fuse_lowlevel.h>
 #include <linux/capability.h>
 #include <linux/fuse.h>
@@ -56,7 +57,9 @@ struct passthrough {
 	struct htab inodes;		/* ino -> pt_inode, while open */
 	int fd;				/* the session's device */
 	enum passthrough_mode mode;
-	uint64_t init_unique;		/* the INIT request, 0: not seen */
+	/* the INIT request, 0: not seen or answered; every writev reads it
+	 * (notifications from other threads too): atomic */
+	_Atomic uint64_t init_unique;
 	bool offered;			/* the kernel offered passthrough */
 	bool pdirops;			/* ... and parallel directory ops */
 	bool active;			/* negotiated */
@@ -92,7 +95,8 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *ud)
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *ii = (const void *)(in + 1);
 
-		pt->init_unique = in->unique;
+		atomic_store_explicit(&pt->init_unique, in->unique,
+				      memory_order_relaxed);
 		pt->pdirops = ii->flags & FUSE_PARALLEL_DIROPS;
 		/* flags2 exists from protocol 7.36 on */
 		pt->offered = r >= (ssize_t)(sizeof(*in) +
@@ -118,7 +122,7 @@ static void patch_init(struct passthrough *pt, struct iovec *iov, int count)
 	struct fuse_out_header *out = iov[0].iov_base;
 	struct fuse_init_out *io;
 
-	pt->init_unique = 0;
+	atomic_store_explicit(&pt->init_unique, 0, memory_order_relaxed);
 	if (out->error || count < 2 ||
 	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + 4)
 		return;
@@ -168,7 +172,10 @@ static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *ud)
 	const struct fuse_out_header *out = iov[0].iov_base;
 
 	if (pt && count >= 1 && iov[0].iov_len >= sizeof(*out)) {
-		if (pt->init_unique && out->unique == pt->init_unique)
+		uint64_t init = atomic_load_explicit(&pt->init_unique,
+						     memory_order_relaxed);
+
+		if (init && out->unique == init)
 			patch_init(pt, iov, count);
 		else if (tl_backing_id > 0)
 			patch_open(iov, count);
