@@ -77,11 +77,12 @@ static struct ns_node *node_new(uint64_t ino, const char *path, size_t len,
 	bool shared = key && key_ends_in(key, klen, path, len);
 	size_t extra = (key ? klen + 1 : 0) + (shared ? 0 : len + 1);
 	struct ns_node *n = calloc(1, sizeof(*n) + extra);
-	char *s = (char *)(n + 1);
 	const char *slash;
+	char *s;
 
 	if (!n)
 		return NULL;
+	s = (char *)(n + 1);
 	if (key) {
 		memcpy(s, key, klen);
 		s[klen] = '\0';
@@ -205,6 +206,7 @@ int ns_add(struct ns *ns, const char *key, size_t len, const char *prefix,
 	struct pm_result r;
 	struct ns_node *dir, *f;
 	const char *slash;
+	uint64_t ino;
 	int err = 0;
 
 	switch (pathmap_classify(key, len, prefix, &r)) {
@@ -227,15 +229,14 @@ int ns_add(struct ns *ns, const char *key, size_t len, const char *prefix,
 	dir = dir_get(ns, r.rel, slash ? (size_t)(slash - r.rel) : 0, &err);
 	if (!dir)
 		goto out;
-	f = node_new(mkino(ns, false, r.rel, r.rel_len), r.rel, r.rel_len,
-		     key, len, false);
-	if (!f)
-		return -ENOMEM;
-	if (tab_get(ns, f->ino)) {
-		node_free(f);
+	ino = mkino(ns, false, r.rel, r.rel_len);
+	if (tab_get(ns, ino)) {
 		err = EEXIST;
 		goto out;
 	}
+	f = node_new(ino, r.rel, r.rel_len, key, len, false);
+	if (!f)
+		return -ENOMEM;
 	if (kid_add(dir, f) || tab_insert(ns, f)) {
 		if (!f->parent)
 			node_free(f);
