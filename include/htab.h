@@ -28,8 +28,6 @@ void htab_release(struct htab *h);	/* frees the slots, not the items */
 void *htab_get(const struct htab *h, uint64_t key);
 /* htab_put() - insert @item (its key must be absent); 0 or -ENOMEM */
 int htab_put(struct htab *h, void *item);
-/* htab_reserve() - room for @n items without growing; 0 or -ENOMEM */
-int htab_reserve(struct htab *h, size_t n);
 /* htab_del() - remove the item with @key; returns it or NULL */
 void *htab_del(struct htab *h, uint64_t key);
 /* iterate: for (i = 0; i < h->cap; i++) if (h->slot[i]) ... */

@@ -73,9 +73,6 @@ void ns_destroy(struct ns *ns);
  */
 int ns_add(struct ns *ns, const char *key, size_t len, const char *prefix,
 	   const struct ns_attr *a);
-/* ns_reserve() - make room for about @n more nodes at once (a hint);
- * 0 or -ENOMEM */
-int ns_reserve(struct ns *ns, size_t n);
 /* ns_finish() - sort directories, resolve file/directory conflicts. */
 void ns_finish(struct ns *ns);
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* htab.c - see htab.h */
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <time.h>
@@ -66,13 +65,12 @@ void *htab_get(const struct htab *h, uint64_t key)
 	return h->cap ? h->slot[find(h, key)] : NULL;
 }
 
-/* move the items to a table of @cap slots (a power of two) */
-static int resize(struct htab *h, size_t cap)
+static int grow(struct htab *h)
 {
 	void **old = h->slot;
 	size_t i, oldcap = h->cap;
 
-	h->cap = cap;
+	h->cap = oldcap ? oldcap * 2 : 64;
 	h->slot = calloc(h->cap, sizeof(*h->slot));
 	if (!h->slot) {
 		h->slot = old;
@@ -84,29 +82,6 @@ static int resize(struct htab *h, size_t cap)
 			h->slot[find(h, h->key_of(old[i]))] = old[i];
 	free(old);
 	return 0;
-}
-
-static int grow(struct htab *h)
-{
-	return resize(h, h->cap ? h->cap * 2 : 64);
-}
-
-/*
- * Sizing a table once for what it will hold saves the rehashes of every
- * doubling on the way, each of which reads every item for its key (a
- * cache miss apiece: half the time of loading a 10-million-file
- * namespace went there).
- */
-int htab_reserve(struct htab *h, size_t n)
-{
-	size_t cap = h->cap ? h->cap : 64;
-
-	while (cap / 2 < n) {
-		if (cap > SIZE_MAX / 4)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	return cap > h->cap ? resize(h, cap) : 0;
 }
 
 int htab_put(struct htab *h, void *item)

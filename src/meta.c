@@ -1102,19 +1102,6 @@ static int ns_each(void *ctx, const MDB_val *k, const MDB_val *v)
 		  &a);
 }
 
-long meta_ns_count(struct meta *m)
-{
-	MDB_stat s;
-	MDB_txn *t;
-	int rc = read_begin(m, &t);
-
-	if (rc)
-		return mdb_err(rc);
-	rc = mdb_stat(t, m->dbi_objects[ns_current(m)], &s);
-	read_end(m, t);
-	return rc ? mdb_err(rc) : (long)MIN(s.ms_entries, (size_t)LONG_MAX);
-}
-
 long meta_ns_load(struct meta *m, int (*fn)(void *arg, const char *key,
 		  size_t len, const struct ns_attr *a), void *arg)
 {

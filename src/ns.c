@@ -258,11 +258,6 @@ out:
 	return 0;
 }
 
-int ns_reserve(struct ns *ns, size_t n)
-{
-	return htab_reserve(&ns->tab, ns->tab.used + n);
-}
-
 static int kid_cmp(const void *a, const void *b)
 {
 	const struct ns_node *x = *(struct ns_node * const *)a;

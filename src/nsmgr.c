@@ -269,11 +269,6 @@ static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 	b.ns = ns_create(nm->seed);
 	if (!b.ns)
 		return -ENOMEM;
-	/* the inode table sized once: no rehash of millions of nodes */
-	n = meta_ns_count(nm->meta);
-	if (n > 0 && ns_reserve(b.ns, (size_t)n))
-		log_warn("namespace: no memory to size the inode table for %ld objects",
-			 n);
 	n = meta_ns_load(nm->meta, add_stored, &b);
 	if (n < 0) {
 		ns_destroy(b.ns);

@@ -213,12 +213,10 @@ static void test_ns_rewrite_does_not_block_commits(void)
 	c.n = 0;
 	CHECK_INT(meta_ns_load(m, count_ns, &c), ==, 5);
 	CHECK(!c.bad);
-	CHECK_INT(meta_ns_count(m), ==, 5);
 	/* a new rewrite may start after an abort, and replaces the old one */
 	CHECK_INT(write_ns(m, 3, 40), ==, 0);
 	c.n = 0;
 	CHECK_INT(meta_ns_load(m, count_ns, &c), ==, 3);
-	CHECK_INT(meta_ns_count(m), ==, 3);
 	meta_close(m);
 	tdir_fini(&d);
 }

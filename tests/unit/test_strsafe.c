@@ -125,34 +125,6 @@ static void test_htab_seeded(void)
 	free(it);
 }
 
-/* htab_reserve(): sized once, the table does not grow while it fills */
-static void test_htab_reserve(void)
-{
-	enum { N = 5000 };
-	struct item *it = calloc(N, sizeof(*it));
-	struct htab h;
-	size_t i, cap;
-
-	htab_init(&h, item_key);
-	CHECK_INT(htab_put(&h, &it[0]), ==, 0);	/* key 0, kept across */
-	CHECK_INT(htab_reserve(&h, N), ==, 0);
-	cap = h.cap;
-	CHECK_INT(cap, >=, 2 * N);
-	CHECK(htab_get(&h, 0) == &it[0]);
-	for (i = 1; i < N; i++) {
-		it[i].key = i * 0x9e3779b97f4a7c15ULL;
-		CHECK_INT(htab_put(&h, &it[i]), ==, 0);
-	}
-	CHECK_INT(h.cap, ==, cap);
-	CHECK_INT(h.used, ==, N);
-	for (i = 0; i < N; i++)
-		CHECK(htab_get(&h, it[i].key) == &it[i]);
-	CHECK_INT(htab_reserve(&h, 10), ==, 0);	/* never shrinks */
-	CHECK_INT(h.cap, ==, cap);
-	htab_release(&h);
-	free(it);
-}
-
 int main(void)
 {
 	runner_name = "test_strsafe";
@@ -160,6 +132,5 @@ int main(void)
 	TEST(test_unesc_roundtrip);
 	TEST(test_log);
 	TEST(test_htab_seeded);
-	TEST(test_htab_reserve);
 	return runner_done();
 }
