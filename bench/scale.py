@@ -24,7 +24,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import rss_kib  # noqa: E402
+from benchlib import proc_cpu, rss_kib  # noqa: E402
 
 MAGIC = "#fusefs-manifest 1\n"
 
@@ -122,12 +122,16 @@ def main():
     res["first_mount_s"] = d.start()
     res["first_rss_kib"] = rss_kib(d.proc.pid)
     res["first_rssanon_kib"] = rss_kib(d.proc.pid, "RssAnon")
+    res["first_peak_rss_kib"] = rss_kib(d.proc.pid, "VmHWM")
+    res["first_cpu_s"] = proc_cpu(d.proc.pid)       # daemon CPU, start to mounted
     probe = os.path.join(mnt, "part000123", "sample00042.jpg")
     assert os.stat(probe).st_size == 100042
     d.stop()
     res["lmdb_bytes"] = du(os.path.join(cache, "index"))
     res["remount_s"] = d.start()
     res["remount_rss_kib"] = rss_kib(d.proc.pid)
+    res["remount_peak_rss_kib"] = rss_kib(d.proc.pid, "VmHWM")
+    res["remount_cpu_s"] = proc_cpu(d.proc.pid)
     res["rss_bytes_per_file"] = res["remount_rss_kib"] * 1024 / a.files
     # RSS = anonymous memory (the tree) + mapped file pages (LMDB's map,
     # read through while loading: page cache the kernel may reclaim)
@@ -148,8 +152,10 @@ def main():
     names = sorted(os.listdir(os.path.join(mnt, "big")))
     d.stop()                                      # cold kernel caches for the stat pass
     d.start()
+    cpu0 = proc_cpu(d.proc.pid)
     secs = stat_all(os.path.join(mnt, "big"), names)
     res["big_stat_per_s"] = a.big / secs
+    res["big_stat_daemon_cpu_s"] = proc_cpu(d.proc.pid) - cpu0
     d.stop()
     if not a.work:
         shutil.rmtree(work)
