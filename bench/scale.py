@@ -128,13 +128,16 @@ def main():
     assert os.stat(probe).st_size == 100042
     d.stop()
     res["lmdb_bytes"] = du(os.path.join(cache, "index"))
+    img = os.path.join(cache, "namespace.img")
+    res["image_bytes"] = os.path.getsize(img) if os.path.exists(img) else 0
     res["remount_s"] = d.start()
     res["remount_rss_kib"] = rss_kib(d.proc.pid)
     res["remount_peak_rss_kib"] = rss_kib(d.proc.pid, "VmHWM")
     res["remount_cpu_s"] = proc_cpu(d.proc.pid)
     res["rss_bytes_per_file"] = res["remount_rss_kib"] * 1024 / a.files
-    # RSS = anonymous memory (the tree) + mapped file pages (LMDB's map,
-    # read through while loading: page cache the kernel may reclaim)
+    # RSS = anonymous memory + mapped file pages (the namespace image's
+    # pages that lookups touched, LMDB's map: page cache the kernel may
+    # reclaim)
     for f in ("RssAnon", "RssFile"):
         res[f"remount_{f.lower()}_bytes_per_file"] = rss_kib(d.proc.pid, f) * 1024 / a.files
     assert os.stat(probe).st_size == 100042
@@ -156,6 +159,10 @@ def main():
     secs = stat_all(os.path.join(mnt, "big"), names)
     res["big_stat_per_s"] = a.big / secs
     res["big_stat_daemon_cpu_s"] = proc_cpu(d.proc.pid) - cpu0
+    # every file of the mount looked up once: the most a walk can touch
+    for f in ("VmRSS", "RssAnon", "RssFile"):
+        res[f"big_after_stat_{f.lower()}_bytes_per_file"] = \
+            rss_kib(d.proc.pid, f) * 1024 / a.big
     d.stop()
     if not a.work:
         shutil.rmtree(work)

@@ -46,6 +46,7 @@
 
 #define NSMGR_CHECKERS	4	/* re-check threads (S3: one pooled handle each) */
 #define NSMGR_QUEUE_MAX	4096	/* files queued for a background re-check */
+#define NSMGR_IMAGE	"namespace.img"	/* in the cache directory (ns_image.h) */
 
 struct nsmgr;
 

@@ -333,16 +333,17 @@ static void fidvec_unique(struct fidvec *fv)
 }
 
 /* every file at or below @n */
-static void each_file(const struct ns_node *n, struct fidvec *fv)
+static void each_file(const struct ns *ns, const struct ns_node *n,
+		      struct fidvec *fv)
 {
-	uint32_t i;
+	uint64_t i;
 
 	if (!n->is_dir) {
 		fidvec_add(fv, n->ino);
 		return;
 	}
-	for (i = 0; i < n->nkids; i++)
-		each_file(n->kids[i], fv);
+	for (i = 0; i < ns_nkids(n); i++)
+		each_file(ns, ns_kid(ns, n, i), fv);
 }
 
 static int pinned_collect(void *arg, const struct heat_row *r)
@@ -433,7 +434,7 @@ static int each_path(struct ctl *c, const char *buf, size_t len,
 		n = ns_resolve(ns, line, ll);
 		if (n && (ll || n->is_dir)) {
 			root |= !ll;
-			each_file(n, &fv);
+			each_file(ns, n, &fv);
 		} else if (ll) {
 			unknown++;
 		}
@@ -500,7 +501,7 @@ static int heat_collect(void *arg, const struct heat_row *r)
 		h->cap = cap;
 	}
 	h->v[h->n++] = (struct heat_line){
-		.path = strdup(n->path), .score = r->score,
+		.path = strdup(ns_path(h->ns, n)), .score = r->score,
 		.count = r->count, .bytes = r->bytes, .last = r->last,
 		.cached = r->cached };
 	return 0;

@@ -285,18 +285,20 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fs_reply_err(req, d ? -ENOTDIR : -ENOENT);
 		return;
 	}
-	for (; off < (off_t)d->nkids + 2; off++) {
+	for (; off < (off_t)ns_nkids(d) + 2; off++) {
 		const struct ns_node *n;
 		const char *name;
 		struct fuse_entry_param e;
 		size_t need;
 
 		if (off < 2) {
-			n = off == 0 ? d : (ns_get(ns, d->parent) ? ns_get(ns, d->parent) : d);
+			n = off == 0 ? d : ns_parent(ns, d);
 			name = off == 0 ? "." : "..";
 		} else {
-			n = d->kids[off - 2];
-			name = n->name;
+			n = ns_kid(ns, d, off - 2);
+			if (!n)
+				break;
+			name = ns_name(ns, n);
 		}
 		node_entry(fs, ns, n, &e);
 		if (plus) {

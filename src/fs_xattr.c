@@ -62,7 +62,7 @@ static int file_xattr(struct fs *fs, fuse_ino_t ino, const char *name,
 		if (!strcmp(name, XATTR_VERSION))
 			len = snprintf(val, cap, "%s", a.version);
 		else if (!strcmp(name, XATTR_KEY))
-			len = snprintf(val, cap, "%s", n->key);
+			len = snprintf(val, cap, "%s", ns_key(ns, n));
 		else if (!strcmp(name, XATTR_CACHED))
 			len = 0;	/* below, without the tree's lock */
 	}

@@ -1,141 +1,207 @@
 // SPDX-License-Identifier: MIT
-/* ns.c - see ns.h */
+/* ns.c - see ns.h; the image format is in ns_image.h */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "hash.h"
 #include "htab.h"
 #include "log.h"
 #include "ns.h"
+#include "ns_build.h"
+#include "ns_image.h"
 #include "strsafe.h"
 
 #define SEED_DIR	0x9e3779b97f4a7c15ULL
 #define SEED_FILE	0xc2b2ae3d27d4eb4fULL
-#define LOG_SKIPS_PER_KIND 5
+#define SUM_STEP	(1 << 20)	/* bytes hashed per read at open */
 
-struct ns {
-	uint64_t seed;
-	struct htab tab;	/* ino -> node, every node */
-	struct ns_node *root;
-	struct ns_stats st;
-	pthread_mutex_t attr_lock;
+/* attributes a re-check found changed, over the image's */
+struct ovl {
+	uint64_t ino;
+	struct ns_attr a;
 };
 
-static uint64_t mkino(const struct ns *ns, bool dir, const char *p, size_t len)
+struct ns {
+	const uint8_t *base;
+	size_t len;
+	bool mapped;		/* a file's mapping (else anonymous memory) */
+	const struct nsimg_hdr *hdr;
+	const struct ns_node *rec;
+	const uint32_t *slot;
+	const char *str;
+	struct ns_stats st;
+	pthread_mutex_t attr_lock;	/* guards the two below */
+	struct htab ovl;	/* ino -> struct ovl: changed files (few) */
+	/*
+	 * Per record: when a re-check that found the same version last
+	 * vouched for the file, in seconds after hdr->checked (0: not
+	 * since the image).  Anonymous memory that costs a page only where
+	 * re-checks wrote: 4 bytes a file at most.
+	 */
+	uint32_t *checked;
+};
+
+uint64_t ns_ino(uint64_t seed, bool dir, const char *p, size_t len)
 {
-	uint64_t h = hash64(p, len, ns->seed ^ (dir ? SEED_DIR : SEED_FILE));
+	uint64_t h = hash64(p, len, seed ^ (dir ? SEED_DIR : SEED_FILE));
 
 	return h < NS_FIRST_INO ? h + NS_FIRST_INO : h;
 }
 
 uint64_t ns_file_ino(const struct ns *ns, const char *rel, size_t len)
 {
-	return mkino(ns, false, rel, len);
+	return ns_ino(ns->hdr->seed, false, rel, len);
 }
 
-static uint64_t node_key(const void *item)
+static uint64_t ovl_key(const void *item)
 {
-	return ((const struct ns_node *)item)->ino;
+	return ((const struct ovl *)item)->ino;
 }
 
-static int tab_insert(struct ns *ns, struct ns_node *n)
+/* whether the header describes a layout that fits @len bytes */
+static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 {
-	return htab_put(&ns->tab, n);
+	uint64_t rec_end, slot_end;
+
+	if (memcmp(h->magic, NSIMG_MAGIC, 8) || h->version != NSIMG_VERSION ||
+	    h->rec_size != sizeof(struct ns_node) ||
+	    h->hdr_sum != hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0))
+		return false;
+	if (h->total != len || !h->nrec || h->nrec > UINT32_MAX ||
+	    !h->nslot || (h->nslot & (h->nslot - 1)) || h->nslot < h->nrec ||
+	    h->nslot > UINT32_MAX || !h->str_len)
+		return false;
+	rec_end = h->rec_off + h->nrec * sizeof(struct ns_node);
+	slot_end = h->slot_off + h->nslot * sizeof(uint32_t);
+	return h->rec_off == NSIMG_HDR_SIZE && h->slot_off == rec_end &&
+	       h->str_off == slot_end && h->str_off + h->str_len == len;
 }
 
-static struct ns_node *tab_get(const struct ns *ns, uint64_t ino)
+/* XXH3 of the body through read(): a check that leaves no pages mapped */
+static int body_sum(int fd, size_t len, uint64_t *out)
 {
-	return htab_get(&ns->tab, ino);
-}
+	size_t at = NSIMG_HDR_SIZE, n = len - at;
+	uint8_t *buf = malloc(n < SUM_STEP ? n : SUM_STEP);
+	uint64_t sum = 0;
+	int rc = 0;
 
-static void node_free(struct ns_node *n)
-{
-	free(n->kids);
-	free(n);		/* the strings live in the same allocation */
-}
+	struct hash_state *st = hash_begin();
 
-/* whether @path is @key's tail after a '/' (or all of it) */
-static bool key_ends_in(const char *key, size_t klen, const char *path,
-			size_t len)
-{
-	return klen >= len && !memcmp(key + klen - len, path, len) &&
-	       (klen == len || key[klen - len - 1] == '/');
-}
-
-/*
- * A node and its strings in one allocation: the key (files; NULL for
- * directories), then the path unless it is the key's tail, as it is
- * for every name pathmap serves verbatim under the prefix.  One malloc
- * instead of three saves their headers and roundings and a copy of the
- * path: about 64 bytes a file (docs/benchmarks-scale.md).
- */
-static struct ns_node *node_new(uint64_t ino, const char *path, size_t len,
-				const char *key, size_t klen, bool dir)
-{
-	bool shared = key && key_ends_in(key, klen, path, len);
-	size_t extra = (key ? klen + 1 : 0) + (shared ? 0 : len + 1);
-	struct ns_node *n = calloc(1, sizeof(*n) + extra);
-	const char *slash;
-	char *s;
-
-	if (!n)
-		return NULL;
-	s = (char *)(n + 1);
-	if (key) {
-		memcpy(s, key, klen);
-		s[klen] = '\0';
-		n->key = s;
-		s += klen + 1;
+	if (!buf || !st) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	if (shared) {
-		n->path = n->key + klen - len;
-	} else {
-		memcpy(s, path, len);
-		s[len] = '\0';
-		n->path = s;
+	while (at < len) {
+		size_t want = len - at < SUM_STEP ? len - at : SUM_STEP;
+		ssize_t got = pread(fd, buf, want, at);
+
+		if (got <= 0) {
+			rc = got < 0 ? -errno : -EIO;
+			goto out;
+		}
+		hash_update(st, buf, got);
+		at += got;
 	}
-	slash = memrchr(n->path, '/', len);
-	n->name = slash ? slash + 1 : n->path;
-	n->ino = ino;
-	n->is_dir = dir;
-	return n;
+	sum = hash_end(st);
+	st = NULL;
+	*out = sum;
+out:
+	hash_end(st);
+	free(buf);
+	return rc;
 }
 
-static int kid_add(struct ns_node *dir, struct ns_node *kid)
-{
-	if (dir->nkids == dir->kids_cap) {
-		uint32_t cap = dir->kids_cap ? dir->kids_cap * 2 : 4;
-		struct ns_node **k = realloc(dir->kids, cap * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		dir->kids = k;
-		dir->kids_cap = cap;
-	}
-	dir->kids[dir->nkids++] = kid;
-	kid->parent = dir->ino;
-	return 0;
-}
-
-struct ns *ns_create(uint64_t seed)
+static int ns_wrap(const void *base, size_t len, bool mapped, struct ns **out)
 {
 	struct ns *ns = calloc(1, sizeof(*ns));
 
 	if (!ns)
-		return NULL;
-	ns->seed = seed;
-	htab_init(&ns->tab, node_key);
-	pthread_mutex_init(&ns->attr_lock, NULL);
-	ns->root = node_new(NS_ROOT_INO, "", 0, NULL, 0, true);
-	if (!ns->root || tab_insert(ns, ns->root)) {
-		ns_destroy(ns);
-		return NULL;
+		return -ENOMEM;
+	ns->base = base;
+	ns->len = len;
+	ns->mapped = mapped;
+	ns->hdr = base;
+	ns->rec = (const struct ns_node *)(ns->base + ns->hdr->rec_off);
+	ns->slot = (const uint32_t *)(ns->base + ns->hdr->slot_off);
+	ns->str = (const char *)ns->base + ns->hdr->str_off;
+	ns->st = ns->hdr->st;
+	ns->checked = mmap(NULL, ns->hdr->nrec * sizeof(uint32_t),
+			   PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ns->checked == MAP_FAILED) {
+		free(ns);
+		return -ENOMEM;
 	}
-	ns->root->parent = NS_ROOT_INO;
-	ns->st.dirs = 1;
-	return ns;
+	pthread_mutex_init(&ns->attr_lock, NULL);
+	htab_init(&ns->ovl, ovl_key);
+	*out = ns;
+	return 0;
+}
+
+int ns_from_memory(void *base, size_t len, bool mapped, struct ns **out)
+{
+	if (len < NSIMG_HDR_SIZE || !hdr_sane(base, len))
+		return -EINVAL;
+	return ns_wrap(base, len, mapped, out);
+}
+
+int ns_open(const char *path, uint64_t seed, uint64_t token, struct ns **out)
+{
+	struct nsimg_hdr h;
+	struct stat sb;
+	uint64_t sum = 0;
+	void *base;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
+	    (size_t)sb.st_size <= NSIMG_HDR_SIZE ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    !hdr_sane(&h, sb.st_size)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (h.seed != seed || h.token != token) {
+		rc = -ESTALE;
+		goto out;
+	}
+	rc = body_sum(fd, sb.st_size, &sum);
+	if (rc)
+		goto out;
+	if (sum != h.body_sum) {
+		rc = -EINVAL;
+		goto out;
+	}
+	base = mmap(NULL, sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		rc = -errno;
+		goto out;
+	}
+	/* a file changed between the check and the mapping is not ours */
+	if (!hdr_sane(base, sb.st_size) ||
+	    memcmp(base, &h, sizeof(h))) {
+		munmap(base, sb.st_size);
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = ns_wrap(base, sb.st_size, true, out);
+	if (rc)
+		munmap(base, sb.st_size);
+out:
+	if (rc == -EINVAL)
+		log_warn("namespace image %s is damaged or of another version: not used",
+			 path);
+	close(fd);
+	return rc;
 }
 
 void ns_destroy(struct ns *ns)
@@ -144,190 +210,104 @@ void ns_destroy(struct ns *ns)
 
 	if (!ns)
 		return;
-	for (i = 0; i < ns->tab.cap; i++)
-		if (ns->tab.slot[i])
-			node_free(ns->tab.slot[i]);
-	if (ns->root && !ns->tab.used)
-		node_free(ns->root);
-	htab_release(&ns->tab);
+	for (i = 0; i < ns->ovl.cap; i++)
+		free(ns->ovl.slot[i]);
+	htab_release(&ns->ovl);
+	munmap(ns->checked, ns->hdr->nrec * sizeof(uint32_t));
 	pthread_mutex_destroy(&ns->attr_lock);
+	munmap((void *)ns->base, ns->len);
 	free(ns);
 }
 
-/* the directory for rel[0..len), created with its parents; NULL on error */
-static struct ns_node *dir_get(struct ns *ns, const char *rel, size_t len,
-			       int *err)
+bool ns_mapped(const struct ns *ns)
 {
-	struct ns_node *parent, *d;
-	const char *slash;
-	uint64_t ino;
-
-	if (!len)
-		return ns->root;
-	ino = mkino(ns, true, rel, len);
-	d = tab_get(ns, ino);
-	if (d) {
-		if (!d->is_dir || strlen(d->path) != len ||
-		    memcmp(d->path, rel, len)) {
-			*err = EEXIST;		/* hash collision */
-			return NULL;
-		}
-		return d;
-	}
-	slash = memrchr(rel, '/', len);
-	parent = dir_get(ns, rel, slash ? (size_t)(slash - rel) : 0, err);
-	if (!parent)
-		return NULL;
-	d = node_new(ino, rel, len, NULL, 0, true);
-	if (!d || kid_add(parent, d) || tab_insert(ns, d)) {
-		/* a node already linked to its parent is freed with the tree */
-		if (d && d->parent == 0)
-			node_free(d);
-		*err = ENOMEM;
-		return NULL;
-	}
-	ns->st.dirs++;
-	return d;
+	return ns->mapped;
 }
 
-static void note_skip(struct ns *ns, enum pm_kind k, const char *key,
-		      size_t len)
+static const struct ns_node *rec_at(const struct ns *ns, uint64_t i)
 {
-	if (++ns->st.skipped[k] <= LOG_SKIPS_PER_KIND)
-		log_warn("skipping object '%s': %s%s", str_log_n(key, len),
-			 pathmap_kind_name(k),
-			 ns->st.skipped[k] == LOG_SKIPS_PER_KIND ?
-			 " (further ones of this kind only counted)" : "");
+	return i < ns->hdr->nrec ? &ns->rec[i] : NULL;
 }
 
-int ns_add(struct ns *ns, const char *key, size_t len, const char *prefix,
-	   const struct ns_attr *a)
+/* a string of the area; "" for an offset outside it */
+static const char *str_at(const struct ns *ns, uint64_t off)
 {
-	struct pm_result r;
-	struct ns_node *dir, *f;
-	const char *slash;
-	uint64_t ino;
-	int err = 0;
-
-	switch (pathmap_classify(key, len, prefix, &r)) {
-	case PM_OUTSIDE:
-		return PM_OUTSIDE;
-	case PM_FILE:
-	case PM_DIR:
-		break;
-	default:
-		note_skip(ns, r.kind, key, len);
-		return r.kind;
-	}
-	if (r.non_utf8)
-		ns->st.non_utf8++;
-	if (r.kind == PM_DIR) {
-		dir = dir_get(ns, r.rel, r.rel_len, &err);
-		goto out;
-	}
-	slash = memrchr(r.rel, '/', r.rel_len);
-	dir = dir_get(ns, r.rel, slash ? (size_t)(slash - r.rel) : 0, &err);
-	if (!dir)
-		goto out;
-	ino = mkino(ns, false, r.rel, r.rel_len);
-	if (tab_get(ns, ino)) {
-		err = EEXIST;
-		goto out;
-	}
-	f = node_new(ino, r.rel, r.rel_len, key, len, false);
-	if (!f)
-		return -ENOMEM;
-	if (kid_add(dir, f) || tab_insert(ns, f)) {
-		if (!f->parent)
-			node_free(f);
-		return -ENOMEM;
-	}
-	f->attr = *a;
-	f->attr.version[NS_VERSION_MAX - 1] = '\0';
-	ns->st.files++;
-	ns->st.bytes += a->size;
-out:
-	if (err == ENOMEM)
-		return -ENOMEM;
-	if (err == EEXIST) {
-		if (++ns->st.collisions <= LOG_SKIPS_PER_KIND)
-			log_warn("skipping object '%s': inode hash collision",
-				 str_log_n(key, len));
-		return PM_NKINDS;
-	}
-	return 0;
-}
-
-static int kid_cmp(const void *a, const void *b)
-{
-	const struct ns_node *x = *(struct ns_node * const *)a;
-	const struct ns_node *y = *(struct ns_node * const *)b;
-	int c = strcmp(x->name, y->name);
-
-	/* same name: directory first, so it wins the conflict */
-	return c ? c : (int)y->is_dir - (int)x->is_dir;
-}
-
-static void dir_finish(struct ns *ns, struct ns_node *d)
-{
-	uint32_t i, out = 0;
-
-	if (!d->nkids)
-		return;
-	qsort(d->kids, d->nkids, sizeof(*d->kids), kid_cmp);
-	for (i = 0; i < d->nkids; i++) {
-		struct ns_node *k = d->kids[i];
-
-		if (out && !strcmp(d->kids[out - 1]->name, k->name)) {
-			/* the file "a" loses against the directory "a/" */
-			k->hidden = true;
-			ns->st.shadowed++;
-			ns->st.files--;
-			ns->st.bytes -= k->attr.size;
-			if (ns->st.shadowed <= LOG_SKIPS_PER_KIND)
-				log_warn("object '%s' is shadowed by directory '%s'",
-					 str_log(k->key), str_log(k->path));
-			continue;
-		}
-		d->kids[out++] = k;
-	}
-	d->nkids = out;
-}
-
-void ns_finish(struct ns *ns)
-{
-	size_t i;
-
-	for (i = 0; i < ns->tab.cap; i++) {
-		struct ns_node *n = ns->tab.slot[i];
-
-		if (n && n->is_dir)
-			dir_finish(ns, n);
-	}
+	return off < ns->hdr->str_len ? ns->str + off : "";
 }
 
 const struct ns_node *ns_get(const struct ns *ns, uint64_t ino)
 {
-	const struct ns_node *n = tab_get(ns, ino);
+	const struct nsimg_hdr *h = ns->hdr;
+	uint64_t mask = h->nslot - 1;
+	uint64_t i = nsimg_home(ino, h->slot_seed, h->nslot);
+	uint32_t probes;
 
-	return n && !n->hidden ? n : NULL;
+	for (probes = 0; probes <= h->probe_max; probes++, i = (i + 1) & mask) {
+		const struct ns_node *n;
+
+		if (!ns->slot[i])
+			return NULL;
+		n = rec_at(ns, ns->slot[i] - 1);
+		if (n && n->ino == ino)
+			return n;
+	}
+	return NULL;
+}
+
+uint64_t ns_nkids(const struct ns_node *d)
+{
+	return d->is_dir ? d->u.d.nkids : 0;
+}
+
+const struct ns_node *ns_kid(const struct ns *ns, const struct ns_node *d,
+			     uint64_t i)
+{
+	if (!d->is_dir || i >= d->u.d.nkids)
+		return NULL;
+	return rec_at(ns, d->u.d.first + i);
+}
+
+const struct ns_node *ns_parent(const struct ns *ns, const struct ns_node *n)
+{
+	const struct ns_node *p = rec_at(ns, n->parent);
+
+	return p ? p : n;
+}
+
+const char *ns_path(const struct ns *ns, const struct ns_node *n)
+{
+	return str_at(ns, n->str + n->path_at);
+}
+
+const char *ns_name(const struct ns *ns, const struct ns_node *n)
+{
+	return str_at(ns, n->str + n->path_at + n->name_at);
+}
+
+const char *ns_key(const struct ns *ns, const struct ns_node *n)
+{
+	return n->is_dir ? "" : str_at(ns, n->str + n->key_at);
 }
 
 const struct ns_node *ns_lookup(const struct ns *ns, uint64_t parent,
 				const char *name)
 {
 	const struct ns_node *d = ns_get(ns, parent);
-	uint32_t lo = 0, hi;
+	uint64_t lo = 0, hi;
 
 	if (!d || !d->is_dir)
 		return NULL;
-	hi = d->nkids;
+	hi = d->u.d.nkids;
 	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		int c = strcmp(d->kids[mid]->name, name);
+		uint64_t mid = lo + (hi - lo) / 2;
+		const struct ns_node *k = ns_kid(ns, d, mid);
+		int c;
 
+		if (!k)
+			return NULL;
+		c = strcmp(ns_name(ns, k), name);
 		if (!c)
-			return d->kids[mid];
+			return k;
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -336,33 +316,93 @@ const struct ns_node *ns_lookup(const struct ns *ns, uint64_t parent,
 	return NULL;
 }
 
-void ns_attr_get(struct ns *ns, const struct ns_node *n, struct ns_attr *out)
+/* the image's attributes of file @n, checked as the image says */
+static void rec_attr(const struct ns *ns, const struct ns_node *n,
+		     struct ns_attr *out)
 {
-	pthread_mutex_lock(&ns->attr_lock);
-	*out = n->attr;
-	pthread_mutex_unlock(&ns->attr_lock);
+	memset(out, 0, sizeof(*out));
+	if (n->is_dir)
+		return;
+	out->size = n->u.f.size;
+	out->mtime = n->u.f.mtime;
+	out->mtime_nsec = n->mtime_nsec;
+	snprintf(out->version, sizeof(out->version), "%s", str_at(ns, n->str));
+	out->checked = ns->hdr->checked;
 }
 
-void ns_attr_set(struct ns *ns, const struct ns_node *n,
-		 const struct ns_attr *in)
+void ns_attr_get(struct ns *ns, const struct ns_node *n, struct ns_attr *out)
 {
+	const struct ovl *o = NULL;
+	uint32_t later;
+
+	rec_attr(ns, n, out);
 	pthread_mutex_lock(&ns->attr_lock);
-	((struct ns_node *)n)->attr = *in;
+	if (ns->ovl.used)
+		o = htab_get(&ns->ovl, n->ino);
+	if (o)
+		*out = o->a;
+	later = ns->checked[n - ns->rec];
 	pthread_mutex_unlock(&ns->attr_lock);
+	if (!o)
+		out->checked += later;
+}
+
+static bool same_attr(const struct ns_attr *a, const struct ns_attr *b)
+{
+	return a->size == b->size && a->mtime == b->mtime &&
+	       a->mtime_nsec == b->mtime_nsec &&
+	       !strcmp(a->version, b->version);
+}
+
+int ns_attr_set(struct ns *ns, const struct ns_node *n,
+		const struct ns_attr *in)
+{
+	int64_t base = ns->hdr->checked, later = in->checked - base;
+	struct ns_attr img;
+	struct ovl *o;
+	int rc = 0;
+
+	rec_attr(ns, n, &img);
+	pthread_mutex_lock(&ns->attr_lock);
+	o = htab_get(&ns->ovl, n->ino);
+	if (!o && same_attr(&img, in)) {
+		/* the version the image has: only when it was vouched for */
+		ns->checked[n - ns->rec] = later < 0 ? 0 :
+			later > UINT32_MAX ? UINT32_MAX : (uint32_t)later;
+		goto out;
+	}
+	if (!o) {
+		o = calloc(1, sizeof(*o));
+		if (o)
+			o->ino = n->ino;
+		if (!o || htab_put(&ns->ovl, o)) {
+			free(o);
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	o->a = *in;
+out:
+	pthread_mutex_unlock(&ns->attr_lock);
+	return rc;
 }
 
 const struct ns_node *ns_resolve(const struct ns *ns, const char *rel,
 			         size_t len)
 {
 	const struct ns_node *n;
+	const char *p;
 
 	if (!len)
-		return ns->root;
-	n = ns_get(ns, mkino(ns, false, rel, len));
+		return rec_at(ns, 0);
+	n = ns_get(ns, ns_ino(ns->hdr->seed, false, rel, len));
 	if (!n)
-		n = ns_get(ns, mkino(ns, true, rel, len));
-	if (n && (strlen(n->path) != len || memcmp(n->path, rel, len)))
-		n = NULL;	/* a hash collision, not this path */
+		n = ns_get(ns, ns_ino(ns->hdr->seed, true, rel, len));
+	if (!n)
+		return NULL;
+	p = ns_path(ns, n);
+	if (strlen(p) != len || memcmp(p, rel, len))
+		return NULL;	/* a hash collision, not this path */
 	return n;
 }
 
@@ -374,13 +414,13 @@ const struct ns_stats *ns_stats(const struct ns *ns)
 int ns_foreach(const struct ns *ns, bool dirs,
 	       int (*fn)(void *arg, const struct ns_node *n), void *arg)
 {
-	size_t i;
+	uint64_t i;
 	int rc;
 
-	for (i = 0; i < ns->tab.cap; i++) {
-		const struct ns_node *n = ns->tab.slot[i];
+	for (i = 0; i < ns->hdr->nrec; i++) {
+		const struct ns_node *n = &ns->rec[i];
 
-		if (n && n->is_dir == dirs && !n->hidden) {
+		if (!n->is_dir == !dirs) {
 			rc = fn(arg, n);
 			if (rc)
 				return rc;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "bgthread.h"
@@ -16,6 +17,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "manifest_src.h"
+#include "ns_build.h"
 #include "nsmgr.h"
 #include "strsafe.h"
 
@@ -82,7 +84,7 @@ static int64_t mono_ms(void)
 }
 
 struct build {
-	struct ns *ns;
+	struct ns_build *nb;
 	struct meta_ns_txn *txn;
 	const char *prefix;
 	int64_t now;
@@ -98,7 +100,7 @@ static int add_listed(void *arg, const char *key, size_t len,
 	int rc;
 
 	at.checked = b->now;
-	rc = ns_add(b->ns, key, len, b->prefix, a ? &at : &zero);
+	rc = ns_build_add(b->nb, key, len, b->prefix, a ? &at : &zero);
 	if (rc < 0)
 		return rc;
 	if (b->txn && a)
@@ -110,14 +112,13 @@ static int add_stored(void *arg, const char *key, size_t len,
 		      const struct ns_attr *a)
 {
 	struct build *b = arg;
-	int rc = ns_add(b->ns, key, len, b->prefix, a);
+	int rc = ns_build_add(b->nb, key, len, b->prefix, a);
 
 	return rc < 0 ? rc : 0;
 }
 
-static void log_ns(const char *how, const struct ns *ns, double secs)
+static void log_ns(const char *how, const struct ns_stats *s, double secs)
 {
-	const struct ns_stats *s = ns_stats(ns);
 	uint64_t skipped = 0;
 	int k;
 
@@ -163,6 +164,51 @@ static bool ns_identity(const struct nsmgr *nm, char *buf, size_t len)
 		 nm->cf->source, mf, (long long)sb.st_size,
 		 (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
 	return true;
+}
+
+/*
+ * The image's token: the stored listing it was laid out from, named by
+ * the identity and a random id that every stored listing gets.  A new
+ * id is stored (and the old one's token no longer matches) at every
+ * listing; *@token 0 if the listing has none and none could be stored.
+ */
+static uint64_t listing_token(struct nsmgr *nm, const char *ident, bool fresh)
+{
+	char id[40];
+	uint64_t r;
+
+	if (fresh || meta_get_str(nm->meta, "listing_id", id, sizeof(id))) {
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+			r = hash64(ident, strlen(ident), (uint64_t)time(NULL) ^
+				   (uintptr_t)nm);
+		snprintf(id, sizeof(id), "%016" PRIx64, r);
+		if (meta_put_str(nm->meta, "listing_id", id))
+			return 0;
+	}
+	return hash64(id, strlen(id), hash64(ident, strlen(ident), 0)) | 1;
+}
+
+/* the image's file, or NULL (no cache directory: in memory) */
+static char *image_path(const struct nsmgr *nm)
+{
+	char *p;
+
+	if (!nm->cf->cache_dir ||
+	    asprintf(&p, "%s/" NSMGR_IMAGE, nm->cf->cache_dir) < 0)
+		return NULL;
+	return p;
+}
+
+/* lay @b out: in the image file if @token names a stored listing */
+static int finish(struct nsmgr *nm, struct build *b, uint64_t token,
+		  struct ns **out)
+{
+	char *path = token ? image_path(nm) : NULL;
+	int rc = ns_build_finish(b->nb, path, token, out);
+
+	b->nb = NULL;
+	free(path);
+	return rc;
 }
 
 static int add_manifest_entry(void *arg, const struct manifest_entry *e,
@@ -213,51 +259,62 @@ static int read_manifest(struct nsmgr *nm, struct build *b)
 static int list_backend(struct nsmgr *nm, struct ns **out)
 {
 	struct build b = { .prefix = nm->be->prefix, .now = time(NULL) };
+	struct ns_stats st;
 	struct timespec t0;
 	char when[32], ident[4096 + 512];
+	uint64_t token = 0;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	b.ns = ns_create(nm->seed);
-	if (!b.ns)
+	b.nb = ns_build_create(nm->seed);
+	if (!b.nb)
 		return -ENOMEM;
 	ns_identity(nm, ident, sizeof(ident));
 	rc = meta_ns_begin(nm->meta, &b.txn);
 	if (rc)
-		goto out_ns;
+		goto out_nb;
 	if (nm->pinned)
 		rc = read_manifest(nm, &b);
 	else
 		rc = nm->be->ops->list(nm->be, add_listed, &b);
 	if (rc) {
 		meta_ns_abort(b.txn);
-		goto out_ns;
+		goto out_nb;
 	}
 	rc = meta_ns_commit(b.txn);
-	if (rc)
+	if (rc) {
 		log_warn("could not store the namespace cache: %s", strerror(-rc));
-	snprintf(when, sizeof(when), "%" PRId64, b.now);
-	meta_put_str(nm->meta, "listed_at", when);
-	meta_put_str(nm->meta, "source", ident);
-	ns_finish(b.ns);
+	} else {
+		snprintf(when, sizeof(when), "%" PRId64, b.now);
+		meta_put_str(nm->meta, "listed_at", when);
+		meta_put_str(nm->meta, "source", ident);
+		token = listing_token(nm, ident, true);
+	}
+	st = *ns_build_stats(b.nb);
+	rc = finish(nm, &b, token, out);
+	if (rc)
+		return rc;
 	if (!nm->pinned)
 		stat_inc(nm->st, listings);
 	log_ns(nm->pinned ? "read from the manifest" : "listed from the backend",
-	       b.ns, since(&t0));
-	*out = b.ns;
+	       &st, since(&t0));
 	return 0;
-out_ns:
-	ns_destroy(b.ns);
+out_nb:
+	ns_build_destroy(b.nb);
 	return rc;
 }
 
-/* the tree as last listed, from LMDB; -ENOENT if there is none */
+/* the tree as last listed: its image, else from LMDB; -ENOENT if none */
 static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 {
 	struct build b = { .prefix = nm->be->prefix };
 	char src[4096 + 512], ident[4096 + 512], when[32];
+	struct ns_stats st;
 	struct timespec t0;
+	uint64_t token;
+	char *path;
 	long n;
+	int rc;
 
 	if (!ns_identity(nm, ident, sizeof(ident)) ||
 	    meta_get_str(nm->meta, "source", src, sizeof(src)) ||
@@ -266,17 +323,34 @@ static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 		return -ENOENT;
 	*listed = strtoll(when, NULL, 10);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	b.ns = ns_create(nm->seed);
-	if (!b.ns)
+	token = listing_token(nm, ident, false);
+	path = token ? image_path(nm) : NULL;
+	rc = path ? ns_open(path, nm->seed, token, out) : -ENOENT;
+	if (rc == 0) {
+		free(path);
+		log_ns("mapped from its image", ns_stats(*out), since(&t0));
+		return 0;
+	}
+	if (rc == -ESTALE)
+		log_info("namespace image %s is of another listing: building it again",
+			 path);
+	else if (rc != -ENOENT && rc != -EINVAL)	/* -EINVAL: ns_open() said */
+		log_warn("cannot read the namespace image %s: %s; building it again",
+			 path, strerror(-rc));
+	free(path);
+	b.nb = ns_build_create(nm->seed);
+	if (!b.nb)
 		return -ENOMEM;
 	n = meta_ns_load(nm->meta, add_stored, &b);
 	if (n < 0) {
-		ns_destroy(b.ns);
+		ns_build_destroy(b.nb);
 		return (int)n;
 	}
-	ns_finish(b.ns);
-	log_ns("loaded from the namespace cache", b.ns, since(&t0));
-	*out = b.ns;
+	st = *ns_build_stats(b.nb);
+	rc = finish(nm, &b, token, out);
+	if (rc)
+		return rc;
+	log_ns("loaded from the namespace cache", &st, since(&t0));
 	return 0;
 }
 
@@ -379,14 +453,13 @@ static int diff_file(void *arg, const struct ns_node *o)
 	const struct ns_node *n = ns_get(d->fresh, o->ino);
 	struct ns_attr a, b;
 
-	if (n && !n->is_dir && !strcmp(n->key, o->key)) {
+	if (n && !n->is_dir &&
+	    !strcmp(ns_key(d->fresh, n), ns_key(d->old, o))) {
 		ns_attr_get(d->old, o, &a);
 		ns_attr_get(d->fresh, n, &b);
-		if (a.checked > b.checked) {
-			/* a re-check after the listing began knows better */
-			ns_attr_set(d->fresh, n, &a);
+		/* a re-check after the listing began knows better */
+		if (a.checked > b.checked && !ns_attr_set(d->fresh, n, &a))
 			return 0;
-		}
 		if (same_version(&a, &b))
 			return 0;
 	}
@@ -450,8 +523,9 @@ static void relist(struct nsmgr *nm)
 		nm->hooks.on_change(nm->hooks.arg, d.changed[i]);
 	/* d.fresh is the tree now; only this thread replaces it */
 	for (i = 0; i < d.nadded; i++)
-		nm->hooks.on_added(nm->hooks.arg, d.added[i]->parent,
-				   d.added[i]->name);
+		nm->hooks.on_added(nm->hooks.arg,
+				   ns_parent(d.fresh, d.added[i])->ino,
+				   ns_name(d.fresh, d.added[i]));
 	free(d.added);
 	free(d.changed);
 	nm->hooks.on_swap(nm->hooks.arg);
@@ -537,7 +611,7 @@ static struct recheck *get_locked(struct nsmgr *nm, const struct ns_node *n)
 	if (!r)
 		return NULL;
 	r->ino = n->ino;
-	r->key = strdup(n->key);
+	r->key = strdup(ns_key(nm->ns, n));
 	if (!r->key || htab_put(&nm->checks, r)) {
 		free(r->key);
 		free(r);
@@ -593,7 +667,7 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 	rc = nm->be->ops->stat(nm->be, r->key, &fresh);
 	now = time(NULL);
 	n = ns_get(nsmgr_rdlock(nm), r->ino);
-	if (!n || n->is_dir || strcmp(n->key, r->key)) {
+	if (!n || n->is_dir || strcmp(ns_key(nm->ns, n), r->key)) {
 		nsmgr_unlock(nm);	/* re-listed meanwhile: not ours */
 		return false;
 	}
@@ -611,7 +685,9 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 	} else if (rc == 0) {
 		changed = *gone || !same_version(&known, &fresh);
 		fresh.checked = now;
-		ns_attr_set(nm->ns, n, &fresh);
+		if (ns_attr_set(nm->ns, n, &fresh))
+			log_err("re-checking '%s': out of memory; its new version is not served",
+				str_log(r->key));
 		*gone = false;
 	} else if (rc == -ENOENT) {
 		changed = !*gone;
@@ -786,7 +862,7 @@ int nsmgr_file(struct nsmgr *nm, uint64_t ino, struct ns_attr *a,
 		rc = -ENOENT;
 	} else {
 		ns_attr_get(nm->ns, n, a);
-		*key = strdup(n->key);
+		*key = strdup(ns_key(nm->ns, n));
 		if (!*key)
 			rc = -ENOMEM;
 	}
@@ -812,7 +888,7 @@ void nsmgr_stale_cb(void *arg, uint64_t ino)
 		else if (!r->queued)
 			c = enqueue_locked(nm, r);
 	} else {
-		log_err("cannot queue a re-check of '%s': out of memory", str_log(n->key));
+		log_err("cannot queue a re-check of '%s': out of memory", str_log(ns_key(nm->ns, n)));
 	}
 	unlock_file(nm);
 	wake(c);

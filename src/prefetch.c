@@ -83,7 +83,7 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 	n = ns_get(ns, fid);
 	if (n && !n->is_dir) {
 		ns_attr_get(ns, n, &a);
-		key = strdup(n->key);
+		key = strdup(ns_key(ns, n));
 	}
 	nsmgr_unlock(p->nm);
 	if (key && cache_hold(p->c, fid, key, &a, &ce))

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: MIT
+/* ns_build.c - see ns_build.h; the image format is in ns_image.h */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+
+#include "hash.h"
+#include "htab.h"
+#include "log.h"
+#include "ns_build.h"
+#include "ns_image.h"
+#include "strsafe.h"
+
+#define LOG_SKIPS_PER_KIND 5
+/* the image keeps a file's strings within 64 KiB of their start */
+#define KEY_MAX		(UINT16_MAX - NS_VERSION_MAX - 2)
+
+/* a node of the tree being built */
+struct bnode {
+	uint64_t ino;
+	struct bnode *parent;
+	const char *path;	/* relative to the mount root; "" for the root */
+	const char *name;	/* last component, points into path */
+	const char *key;	/* backend object name (files only) */
+	const char *version;	/* files */
+	/* the strings live in the node's own allocation (path often as
+	 * key's tail) and go with it */
+	uint64_t size;
+	int64_t mtime;
+	uint32_t mtime_nsec;
+	bool is_dir;
+	bool hidden;		/* shadowed by a directory of the same name */
+	struct bnode **kids;	/* directories: sorted by name after finish */
+	uint32_t nkids, kids_cap;
+	uint32_t idx;		/* its record, once laid out */
+};
+
+struct ns_build {
+	uint64_t seed;
+	struct htab tab;	/* ino -> node, every node */
+	struct bnode *root;
+	struct ns_stats st;
+	int64_t checked;	/* the oldest file's */
+};
+
+static uint64_t node_key(const void *item)
+{
+	return ((const struct bnode *)item)->ino;
+}
+
+static void node_free(struct bnode *n)
+{
+	free(n->kids);
+	free(n);		/* the strings live in the same allocation */
+}
+
+/* whether @path is @key's tail after a '/' (or all of it) */
+static bool key_ends_in(const char *key, size_t klen, const char *path,
+			size_t len)
+{
+	return klen >= len && !memcmp(key + klen - len, path, len) &&
+	       (klen == len || key[klen - len - 1] == '/');
+}
+
+static char *put_str(char *s, const char *src, size_t len)
+{
+	memcpy(s, src, len);
+	s[len] = '\0';
+	return s + len + 1;
+}
+
+/*
+ * A node and its strings in one allocation: the version and key (files),
+ * then the path unless it is the key's tail, as it is for every name
+ * pathmap serves verbatim under the prefix.
+ */
+static struct bnode *node_new(uint64_t ino, const char *path, size_t len,
+			      const char *key, size_t klen,
+			      const struct ns_attr *a)
+{
+	bool shared = key && key_ends_in(key, klen, path, len);
+	size_t vlen = a ? strnlen(a->version, NS_VERSION_MAX - 1) : 0;
+	size_t extra = (key ? vlen + 1 + klen + 1 : 0) + (shared ? 0 : len + 1);
+	struct bnode *n = calloc(1, sizeof(*n) + extra);
+	const char *slash;
+	char *s;
+
+	if (!n)
+		return NULL;
+	s = (char *)(n + 1);
+	if (key) {
+		n->version = s;
+		s = put_str(s, a->version, vlen);
+		n->key = s;
+		s = put_str(s, key, klen);
+		n->size = a->size;
+		n->mtime = a->mtime;
+		n->mtime_nsec = a->mtime_nsec;
+	}
+	if (shared) {
+		n->path = n->key + klen - len;
+	} else {
+		n->path = s;
+		put_str(s, path, len);
+	}
+	slash = memrchr(n->path, '/', len);
+	n->name = slash ? slash + 1 : n->path;
+	n->ino = ino;
+	n->is_dir = !key;
+	return n;
+}
+
+static int kid_add(struct bnode *dir, struct bnode *kid)
+{
+	if (dir->nkids == dir->kids_cap) {
+		uint32_t cap = dir->kids_cap ? dir->kids_cap * 2 : 4;
+		struct bnode **k = realloc(dir->kids, cap * sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		dir->kids = k;
+		dir->kids_cap = cap;
+	}
+	dir->kids[dir->nkids++] = kid;
+	kid->parent = dir;
+	return 0;
+}
+
+struct ns_build *ns_build_create(uint64_t seed)
+{
+	struct ns_build *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->seed = seed;
+	b->checked = INT64_MAX;
+	htab_init(&b->tab, node_key);
+	b->root = node_new(NS_ROOT_INO, "", 0, NULL, 0, NULL);
+	if (!b->root || htab_put(&b->tab, b->root)) {
+		ns_build_destroy(b);
+		return NULL;
+	}
+	b->root->parent = b->root;
+	b->st.dirs = 1;
+	return b;
+}
+
+void ns_build_destroy(struct ns_build *b)
+{
+	size_t i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->tab.cap; i++)
+		if (b->tab.slot[i])
+			node_free(b->tab.slot[i]);
+	if (b->root && !b->tab.used)
+		node_free(b->root);
+	htab_release(&b->tab);
+	free(b);
+}
+
+const struct ns_stats *ns_build_stats(const struct ns_build *b)
+{
+	return &b->st;
+}
+
+/* the directory for rel[0..len), created with its parents; NULL on error */
+static struct bnode *dir_get(struct ns_build *b, const char *rel, size_t len,
+			     int *err)
+{
+	struct bnode *parent, *d;
+	const char *slash;
+	uint64_t ino;
+
+	if (!len)
+		return b->root;
+	ino = ns_ino(b->seed, true, rel, len);
+	d = htab_get(&b->tab, ino);
+	if (d) {
+		if (!d->is_dir || strlen(d->path) != len ||
+		    memcmp(d->path, rel, len)) {
+			*err = EEXIST;		/* hash collision */
+			return NULL;
+		}
+		return d;
+	}
+	slash = memrchr(rel, '/', len);
+	parent = dir_get(b, rel, slash ? (size_t)(slash - rel) : 0, err);
+	if (!parent)
+		return NULL;
+	d = node_new(ino, rel, len, NULL, 0, NULL);
+	if (!d || kid_add(parent, d) || htab_put(&b->tab, d)) {
+		/* a node already linked to its parent is freed with the tree */
+		if (d && !d->parent)
+			node_free(d);
+		*err = ENOMEM;
+		return NULL;
+	}
+	b->st.dirs++;
+	return d;
+}
+
+static void note_skip(struct ns_build *b, enum pm_kind k, const char *key,
+		      size_t len)
+{
+	if (++b->st.skipped[k] <= LOG_SKIPS_PER_KIND)
+		log_warn("skipping object '%s': %s%s", str_log_n(key, len),
+			 pathmap_kind_name(k),
+			 b->st.skipped[k] == LOG_SKIPS_PER_KIND ?
+			 " (further ones of this kind only counted)" : "");
+}
+
+int ns_build_add(struct ns_build *b, const char *key, size_t len,
+		 const char *prefix, const struct ns_attr *a)
+{
+	struct pm_result r;
+	struct bnode *dir, *f;
+	const char *slash;
+	uint64_t ino;
+	int err = 0;
+
+	switch (pathmap_classify(key, len, prefix, &r)) {
+	case PM_OUTSIDE:
+		return PM_OUTSIDE;
+	case PM_FILE:
+	case PM_DIR:
+		break;
+	default:
+		note_skip(b, r.kind, key, len);
+		return r.kind;
+	}
+	if (len > KEY_MAX) {		/* a prefix of over 60 KiB */
+		note_skip(b, PM_BAD_LONG, key, len);
+		return PM_BAD_LONG;
+	}
+	if (r.non_utf8)
+		b->st.non_utf8++;
+	if (r.kind == PM_DIR) {
+		dir = dir_get(b, r.rel, r.rel_len, &err);
+		goto out;
+	}
+	slash = memrchr(r.rel, '/', r.rel_len);
+	dir = dir_get(b, r.rel, slash ? (size_t)(slash - r.rel) : 0, &err);
+	if (!dir)
+		goto out;
+	ino = ns_ino(b->seed, false, r.rel, r.rel_len);
+	if (htab_get(&b->tab, ino)) {
+		err = EEXIST;
+		goto out;
+	}
+	f = node_new(ino, r.rel, r.rel_len, key, len, a);
+	if (!f)
+		return -ENOMEM;
+	if (kid_add(dir, f) || htab_put(&b->tab, f)) {
+		if (!f->parent)
+			node_free(f);
+		return -ENOMEM;
+	}
+	if (a->checked < b->checked)
+		b->checked = a->checked;
+	b->st.files++;
+	b->st.bytes += a->size;
+out:
+	if (err == ENOMEM)
+		return -ENOMEM;
+	if (err == EEXIST) {
+		if (++b->st.collisions <= LOG_SKIPS_PER_KIND)
+			log_warn("skipping object '%s': inode hash collision",
+				 str_log_n(key, len));
+		return PM_NKINDS;
+	}
+	return 0;
+}
+
+/* ---- finishing: sort, resolve conflicts ---- */
+
+static int kid_cmp(const void *a, const void *b)
+{
+	const struct bnode *x = *(struct bnode * const *)a;
+	const struct bnode *y = *(struct bnode * const *)b;
+	int c = strcmp(x->name, y->name);
+
+	/* same name: directory first, so it wins the conflict */
+	return c ? c : (int)y->is_dir - (int)x->is_dir;
+}
+
+static void dir_finish(struct ns_build *b, struct bnode *d)
+{
+	uint32_t i, out = 0;
+
+	if (!d->nkids)
+		return;
+	qsort(d->kids, d->nkids, sizeof(*d->kids), kid_cmp);
+	for (i = 0; i < d->nkids; i++) {
+		struct bnode *k = d->kids[i];
+
+		if (out && !strcmp(d->kids[out - 1]->name, k->name)) {
+			/* the file "a" loses against the directory "a/" */
+			k->hidden = true;
+			b->st.shadowed++;
+			b->st.files--;
+			b->st.bytes -= k->size;
+			if (b->st.shadowed <= LOG_SKIPS_PER_KIND)
+				log_warn("object '%s' is shadowed by directory '%s'",
+					 str_log(k->key), str_log(k->path));
+			continue;
+		}
+		d->kids[out++] = k;
+	}
+	d->nkids = out;
+}
+
+/* ---- laying the image out ---- */
+
+struct layout {
+	struct bnode **order;	/* breadth first: a record's node */
+	uint64_t nrec, nslot, str_len, total;
+};
+
+/* the bytes of @n's strings in the area */
+static uint64_t str_bytes(const struct bnode *n)
+{
+	size_t plen = strlen(n->path), klen;
+
+	if (n->is_dir)
+		return plen + 1;
+	klen = strlen(n->key);
+	return strlen(n->version) + 1 + klen + 1 +
+	       (key_ends_in(n->key, klen, n->path, plen) ? 0 : plen + 1);
+}
+
+/* records in breadth-first order, so that siblings are consecutive */
+static int plan(struct ns_build *b, struct layout *l)
+{
+	uint64_t head = 0, tail = 1, n = b->st.files + b->st.dirs;
+
+	l->order = malloc(n * sizeof(*l->order));
+	if (!l->order)
+		return -ENOMEM;
+	l->order[0] = b->root;
+	while (head < tail) {
+		struct bnode *d = l->order[head];
+		uint32_t i;
+
+		d->idx = head++;
+		l->str_len += str_bytes(d);
+		for (i = 0; i < d->nkids && d->is_dir; i++)
+			l->order[tail++] = d->kids[i];
+	}
+	l->nrec = tail;
+	for (l->nslot = 2; l->nslot < l->nrec + l->nrec / 2; l->nslot *= 2)
+		;
+	l->total = NSIMG_HDR_SIZE + l->nrec * sizeof(struct ns_node) +
+		   l->nslot * sizeof(uint32_t) + l->str_len;
+	return 0;
+}
+
+/* write @src (and its NUL) at @area[*at]; its offset */
+static uint64_t emit(char *area, uint64_t *at, const char *src)
+{
+	uint64_t off = *at;
+	size_t len = strlen(src);
+
+	memcpy(area + off, src, len + 1);
+	*at += len + 1;
+	return off;
+}
+
+static void fill(struct ns_build *b, const struct layout *l, uint8_t *base,
+		 struct nsimg_hdr *h)
+{
+	struct ns_node *rec = (struct ns_node *)(base + h->rec_off);
+	uint32_t *slot = (uint32_t *)(base + h->slot_off);
+	char *area = (char *)base + h->str_off;
+	uint64_t i, at = 0, mask = l->nslot - 1;
+
+	for (i = 0; i < l->nrec; i++) {
+		const struct bnode *n = l->order[i];
+		struct ns_node *r = &rec[i];
+		uint64_t s, probes = 0;
+
+		r->ino = n->ino;
+		r->parent = n->parent->idx;
+		r->is_dir = n->is_dir;
+		if (n->is_dir) {
+			r->str = emit(area, &at, n->path);
+			r->u.d.first = n->nkids ? n->kids[0]->idx : 0;
+			r->u.d.nkids = n->nkids;
+		} else {
+			size_t klen = strlen(n->key), plen = strlen(n->path);
+
+			r->str = emit(area, &at, n->version);
+			r->key_at = at - r->str;
+			emit(area, &at, n->key);
+			if (key_ends_in(n->key, klen, n->path, plen))
+				r->path_at = r->key_at + klen - plen;
+			else
+				r->path_at = emit(area, &at, n->path) - r->str;
+			r->u.f.size = n->size;
+			r->u.f.mtime = n->mtime;
+			r->mtime_nsec = n->mtime_nsec;
+		}
+		r->name_at = n->name - n->path;
+		for (s = nsimg_home(n->ino, h->slot_seed, l->nslot); slot[s];
+		     s = (s + 1) & mask)
+			probes++;
+		slot[s] = i + 1;
+		if (probes > h->probe_max)
+			h->probe_max = probes;
+	}
+}
+
+/* a mapping of @len bytes backed by @path.tmp, or NULL (logged) */
+static void *map_file(const char *path, size_t len, int *fdp, char **tmpp)
+{
+	char *tmp = NULL;
+	void *p = MAP_FAILED;
+	int fd = -1, rc;
+
+	if (asprintf(&tmp, "%s.tmp", path) < 0)
+		return NULL;
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		goto fail;
+	/* blocks reserved now: a full disk fails here, not as a SIGBUS */
+	rc = posix_fallocate(fd, 0, len);
+	if (rc) {
+		errno = rc;
+		goto fail;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	*fdp = fd;
+	*tmpp = tmp;
+	return p;
+fail:
+	log_warn("cannot write the namespace image %s: %s; keeping it in memory",
+		 tmp, strerror(errno));
+	if (fd >= 0) {
+		unlink(tmp);
+		close(fd);
+	}
+	free(tmp);
+	return NULL;
+}
+
+int ns_build_finish(struct ns_build *b, const char *path, uint64_t token,
+		    struct ns **out)
+{
+	struct layout l = { 0 };
+	struct nsimg_hdr *h;
+	char *tmp = NULL;
+	uint8_t *base = NULL;
+	size_t i;
+	int fd = -1, rc;
+
+	for (i = 0; i < b->tab.cap; i++) {
+		struct bnode *n = b->tab.slot[i];
+
+		if (n && n->is_dir)
+			dir_finish(b, n);
+	}
+	rc = plan(b, &l);
+	if (rc)
+		goto out;
+	if (path)
+		base = map_file(path, l.total, &fd, &tmp);
+	if (!base) {
+		base = mmap(NULL, l.total, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (base == MAP_FAILED) {
+			base = NULL;
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	h = (struct nsimg_hdr *)base;
+	memcpy(h->magic, NSIMG_MAGIC, 8);
+	h->version = NSIMG_VERSION;
+	h->rec_size = sizeof(struct ns_node);
+	h->seed = b->seed;
+	h->token = token;
+	h->checked = b->checked == INT64_MAX ? 0 : b->checked;
+	h->nrec = l.nrec;
+	h->nslot = l.nslot;
+	if (getrandom(&h->slot_seed, sizeof(h->slot_seed), GRND_NONBLOCK) !=
+	    sizeof(h->slot_seed))
+		h->slot_seed = hash64(&l, sizeof(l), (uintptr_t)base);
+	h->rec_off = NSIMG_HDR_SIZE;
+	h->slot_off = h->rec_off + l.nrec * sizeof(struct ns_node);
+	h->str_off = h->slot_off + l.nslot * sizeof(uint32_t);
+	h->str_len = l.str_len;
+	h->total = l.total;
+	h->st = b->st;
+	fill(b, &l, base, h);
+	h->body_sum = hash64(base + NSIMG_HDR_SIZE, l.total - NSIMG_HDR_SIZE, 0);
+	h->hdr_sum = hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+	mprotect(base, l.total, PROT_READ);
+	if (tmp && rename(tmp, path)) {
+		log_warn("cannot rename the namespace image to %s: %s",
+			 path, strerror(errno));
+		unlink(tmp);
+	}
+	rc = ns_from_memory(base, l.total, tmp != NULL, out);
+	if (rc)
+		goto out;
+	base = NULL;		/* the ns's now */
+	if (tmp)		/* written: lookups fault in what they need */
+		madvise((void *)h, l.total, MADV_DONTNEED);
+out:
+	if (base)
+		munmap(base, l.total);
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	free(l.order);
+	ns_build_destroy(b);
+	malloc_trim(0);		/* the tree's memory back to the system */
+	return rc;
+}
