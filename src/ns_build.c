@@ -39,12 +39,24 @@ struct bnode {
 	bool hidden;		/* shadowed by a directory of the same name */
 	struct bnode **kids;	/* directories: sorted by name after finish */
 	uint32_t nkids, kids_cap;
-	uint32_t idx;		/* its record, once laid out */
+	uint32_t idx;		/* its record once laid out; before: the
+				 * order it was added in */
+};
+
+/* nodes are carved from blocks that go whole: no free per node */
+#define ARENA_BLOCK	(4u << 20)
+
+struct arena_block {
+	struct arena_block *next;
+	char mem[];
 };
 
 struct ns_build {
 	uint64_t seed;
-	struct htab tab;	/* ino -> node, every node */
+	struct arena_block *blocks;
+	char *cur, *end;	/* free space in the newest block */
+	struct htab tab;	/* ino -> node, directories only */
+	uint32_t added;		/* nodes so far */
 	struct bnode *root;
 	struct ns_stats st;
 	int64_t checked;	/* the oldest file's */
@@ -55,10 +67,32 @@ static uint64_t node_key(const void *item)
 	return ((const struct bnode *)item)->ino;
 }
 
-static void node_free(struct bnode *n)
+/* @size zeroed bytes, 8-aligned, that live as long as @b */
+static void *arena_zalloc(struct ns_build *b, size_t size)
 {
-	free(n->kids);
-	free(n);		/* the strings live in the same allocation */
+	void *p;
+
+	size = (size + 7) & ~(size_t)7;
+	if ((size_t)(b->end - b->cur) < size) {
+		size_t len = size > ARENA_BLOCK / 4 ? size : ARENA_BLOCK;
+		struct arena_block *blk = malloc(sizeof(*blk) + len);
+
+		if (!blk)
+			return NULL;
+		blk->next = b->blocks;
+		b->blocks = blk;
+		if (len != ARENA_BLOCK && b->cur) {
+			/* a big one of its own: the current block goes on */
+			memset(blk->mem, 0, size);
+			return blk->mem;
+		}
+		b->cur = blk->mem;
+		b->end = blk->mem + len;
+	}
+	p = b->cur;
+	b->cur += size;
+	memset(p, 0, size);
+	return p;
 }
 
 /* whether @path is @key's tail after a '/' (or all of it) */
@@ -81,14 +115,15 @@ static char *put_str(char *s, const char *src, size_t len)
  * then the path unless it is the key's tail, as it is for every name
  * pathmap serves verbatim under the prefix.
  */
-static struct bnode *node_new(uint64_t ino, const char *path, size_t len,
+static struct bnode *node_new(struct ns_build *b, uint64_t ino,
+			      const char *path, size_t len,
 			      const char *key, size_t klen,
 			      const struct ns_attr *a)
 {
 	bool shared = key && key_ends_in(key, klen, path, len);
 	size_t vlen = a ? strnlen(a->version, NS_VERSION_MAX - 1) : 0;
 	size_t extra = (key ? vlen + 1 + klen + 1 : 0) + (shared ? 0 : len + 1);
-	struct bnode *n = calloc(1, sizeof(*n) + extra);
+	struct bnode *n = arena_zalloc(b, sizeof(*n) + extra);
 	const char *slash;
 	char *s;
 
@@ -114,6 +149,7 @@ static struct bnode *node_new(uint64_t ino, const char *path, size_t len,
 	n->name = slash ? slash + 1 : n->path;
 	n->ino = ino;
 	n->is_dir = !key;
+	n->idx = b->added++;
 	return n;
 }
 
@@ -142,7 +178,7 @@ struct ns_build *ns_build_create(uint64_t seed)
 	b->seed = seed;
 	b->checked = INT64_MAX;
 	htab_init(&b->tab, node_key);
-	b->root = node_new(NS_ROOT_INO, "", 0, NULL, 0, NULL);
+	b->root = node_new(b, NS_ROOT_INO, "", 0, NULL, 0, NULL);
 	if (!b->root || htab_put(&b->tab, b->root)) {
 		ns_build_destroy(b);
 		return NULL;
@@ -158,12 +194,19 @@ void ns_build_destroy(struct ns_build *b)
 
 	if (!b)
 		return;
-	for (i = 0; i < b->tab.cap; i++)
-		if (b->tab.slot[i])
-			node_free(b->tab.slot[i]);
-	if (b->root && !b->tab.used)
-		node_free(b->root);
+	for (i = 0; i < b->tab.cap; i++) {
+		struct bnode *n = b->tab.slot[i];
+
+		if (n && n->is_dir)
+			free(n->kids);
+	}
 	htab_release(&b->tab);
+	while (b->blocks) {
+		struct arena_block *next = b->blocks->next;
+
+		free(b->blocks);
+		b->blocks = next;
+	}
 	free(b);
 }
 
@@ -196,11 +239,10 @@ static struct bnode *dir_get(struct ns_build *b, const char *rel, size_t len,
 	parent = dir_get(b, rel, slash ? (size_t)(slash - rel) : 0, err);
 	if (!parent)
 		return NULL;
-	d = node_new(ino, rel, len, NULL, 0, NULL);
+	d = node_new(b, ino, rel, len, NULL, 0, NULL);
 	if (!d || kid_add(parent, d) || htab_put(&b->tab, d)) {
-		/* a node already linked to its parent is freed with the tree */
-		if (d && !d->parent)
-			node_free(d);
+		/* the node goes with the arena; a parent's array keeps it
+		 * (unreachable by inode: left out of the image's table) */
 		*err = ENOMEM;
 		return NULL;
 	}
@@ -251,19 +293,12 @@ int ns_build_add(struct ns_build *b, const char *key, size_t len,
 	dir = dir_get(b, r.rel, slash ? (size_t)(slash - r.rel) : 0, &err);
 	if (!dir)
 		goto out;
+	/* a second object of this path, or another path of this inode:
+	 * found when the tree is finished (dir_finish(), fill()) */
 	ino = ns_ino(b->seed, false, r.rel, r.rel_len);
-	if (htab_get(&b->tab, ino)) {
-		err = EEXIST;
-		goto out;
-	}
-	f = node_new(ino, r.rel, r.rel_len, key, len, a);
-	if (!f)
+	f = node_new(b, ino, r.rel, r.rel_len, key, len, a);
+	if (!f || kid_add(dir, f))
 		return -ENOMEM;
-	if (kid_add(dir, f) || htab_put(&b->tab, f)) {
-		if (!f->parent)
-			node_free(f);
-		return -ENOMEM;
-	}
 	if (a->checked < b->checked)
 		b->checked = a->checked;
 	b->st.files++;
@@ -288,8 +323,25 @@ static int kid_cmp(const void *a, const void *b)
 	const struct bnode *y = *(struct bnode * const *)b;
 	int c = strcmp(x->name, y->name);
 
-	/* same name: directory first, so it wins the conflict */
-	return c ? c : (int)y->is_dir - (int)x->is_dir;
+	/* same name: directory first, so it wins the conflict; then the
+	 * first one added */
+	if (c || x->is_dir != y->is_dir)
+		return c ? c : (int)y->is_dir - (int)x->is_dir;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* file @k is not served after all: @why it lost */
+static void drop_file(struct ns_build *b, struct bnode *k, bool shadowed)
+{
+	k->hidden = true;
+	b->st.files--;
+	b->st.bytes -= k->size;
+	if (shadowed && ++b->st.shadowed <= LOG_SKIPS_PER_KIND)
+		log_warn("object '%s' is shadowed by directory '%s'",
+			 str_log(k->key), str_log(k->path));
+	if (!shadowed && ++b->st.collisions <= LOG_SKIPS_PER_KIND)
+		log_warn("skipping object '%s': its path or inode number is taken",
+			 str_log(k->key));
 }
 
 static void dir_finish(struct ns_build *b, struct bnode *d)
@@ -302,15 +354,12 @@ static void dir_finish(struct ns_build *b, struct bnode *d)
 	for (i = 0; i < d->nkids; i++) {
 		struct bnode *k = d->kids[i];
 
+		if (k->hidden)
+			continue;
 		if (out && !strcmp(d->kids[out - 1]->name, k->name)) {
-			/* the file "a" loses against the directory "a/" */
-			k->hidden = true;
-			b->st.shadowed++;
-			b->st.files--;
-			b->st.bytes -= k->size;
-			if (b->st.shadowed <= LOG_SKIPS_PER_KIND)
-				log_warn("object '%s' is shadowed by directory '%s'",
-					 str_log(k->key), str_log(k->path));
+			/* the file "a" loses against the directory "a/",
+			 * and a second "a" against the first */
+			drop_file(b, k, d->kids[out - 1]->is_dir);
 			continue;
 		}
 		d->kids[out++] = k;
@@ -323,6 +372,9 @@ static void dir_finish(struct ns_build *b, struct bnode *d)
 struct layout {
 	struct bnode **order;	/* breadth first: a record's node */
 	uint64_t nrec, nslot, str_len, total;
+	uint32_t *slot;		/* the inode table, as in the image */
+	uint64_t slot_seed;
+	uint32_t probe_max;
 };
 
 /* the bytes of @n's strings in the area */
@@ -342,10 +394,12 @@ static int plan(struct ns_build *b, struct layout *l)
 {
 	uint64_t head = 0, tail = 1, n = b->st.files + b->st.dirs;
 
+	free(l->order);
 	l->order = malloc(n * sizeof(*l->order));
 	if (!l->order)
 		return -ENOMEM;
 	l->order[0] = b->root;
+	l->str_len = 0;
 	while (head < tail) {
 		struct bnode *d = l->order[head];
 		uint32_t i;
@@ -363,6 +417,73 @@ static int plan(struct ns_build *b, struct layout *l)
 	return 0;
 }
 
+/*
+ * The inode table of l->order.  Two records of one inode (two paths
+ * whose hashes collide, 64 bits: about one in 10^6 for 10 million files)
+ * cannot both be served: the file loses, the one found later if both
+ * are (directories never collide: dir_get() compares their paths).
+ * Return: how many were dropped (then plan again), or -ENOMEM.
+ */
+static long index_inodes(struct ns_build *b, struct layout *l)
+{
+	uint64_t i, mask = l->nslot - 1;
+	long dropped = 0;
+
+	free(l->slot);
+	l->slot = calloc(l->nslot, sizeof(*l->slot));
+	if (!l->slot)
+		return -ENOMEM;
+	l->probe_max = 0;
+	for (i = 0; i < l->nrec; i++) {
+		struct bnode *n = l->order[i], *o = NULL;
+		uint64_t s = nsimg_home(n->ino, l->slot_seed, l->nslot);
+		uint32_t probes = 0;
+
+		for (; l->slot[s]; s = (s + 1) & mask, probes++) {
+			o = l->order[l->slot[s] - 1];
+			if (o->ino == n->ino)
+				break;
+			o = NULL;
+		}
+		if (o) {
+			struct bnode *loser = n->is_dir ? o : n;
+
+			if (loser->is_dir) {	/* cannot happen; keep the first */
+				loser = n;
+				loser->hidden = true;
+				log_err("directory '%s': inode number taken, not served",
+					str_log(n->path));
+			} else {
+				drop_file(b, loser, false);
+			}
+			dropped++;
+			if (loser == n)
+				continue;
+		}
+		l->slot[s] = i + 1;
+		if (probes > l->probe_max)
+			l->probe_max = probes;
+	}
+	return dropped;
+}
+
+/* the children that index_inodes() dropped leave their directories */
+static void compact(struct ns_build *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->tab.cap; i++) {
+		struct bnode *d = b->tab.slot[i];
+		uint32_t k, out = 0;
+
+		for (k = 0; d && k < d->nkids; k++)
+			if (!d->kids[k]->hidden)
+				d->kids[out++] = d->kids[k];
+		if (d)
+			d->nkids = out;
+	}
+}
+
 /* write @src (and its NUL) at @area[*at]; its offset */
 static uint64_t emit(char *area, uint64_t *at, const char *src)
 {
@@ -374,18 +495,16 @@ static uint64_t emit(char *area, uint64_t *at, const char *src)
 	return off;
 }
 
-static void fill(struct ns_build *b, const struct layout *l, uint8_t *base,
-		 struct nsimg_hdr *h)
+static void fill(const struct layout *l, uint8_t *base,
+		 const struct nsimg_hdr *h)
 {
 	struct ns_node *rec = (struct ns_node *)(base + h->rec_off);
-	uint32_t *slot = (uint32_t *)(base + h->slot_off);
 	char *area = (char *)base + h->str_off;
-	uint64_t i, at = 0, mask = l->nslot - 1;
+	uint64_t i, at = 0;
 
 	for (i = 0; i < l->nrec; i++) {
 		const struct bnode *n = l->order[i];
 		struct ns_node *r = &rec[i];
-		uint64_t s, probes = 0;
 
 		r->ino = n->ino;
 		r->parent = n->parent->idx;
@@ -409,13 +528,8 @@ static void fill(struct ns_build *b, const struct layout *l, uint8_t *base,
 			r->mtime_nsec = n->mtime_nsec;
 		}
 		r->name_at = n->name - n->path;
-		for (s = nsimg_home(n->ino, h->slot_seed, l->nslot); slot[s];
-		     s = (s + 1) & mask)
-			probes++;
-		slot[s] = i + 1;
-		if (probes > h->probe_max)
-			h->probe_max = probes;
 	}
+	memcpy(base + h->slot_off, l->slot, l->nslot * sizeof(uint32_t));
 }
 
 /* a mapping of @len bytes backed by @path.tmp, or NULL (logged) */
@@ -461,18 +575,28 @@ int ns_build_finish(struct ns_build *b, const char *path, uint64_t token,
 	struct nsimg_hdr *h;
 	char *tmp = NULL;
 	uint8_t *base = NULL;
+	long dropped;
 	size_t i;
 	int fd = -1, rc;
 
-	for (i = 0; i < b->tab.cap; i++) {
-		struct bnode *n = b->tab.slot[i];
-
-		if (n && n->is_dir)
-			dir_finish(b, n);
-	}
-	rc = plan(b, &l);
-	if (rc)
-		goto out;
+	for (i = 0; i < b->tab.cap; i++)
+		if (b->tab.slot[i])
+			dir_finish(b, b->tab.slot[i]);
+	if (getrandom(&l.slot_seed, sizeof(l.slot_seed), GRND_NONBLOCK) !=
+	    sizeof(l.slot_seed))
+		l.slot_seed = hash64(&l, sizeof(l), (uintptr_t)b ^ b->added);
+	do {
+		rc = plan(b, &l);
+		if (rc)
+			goto out;
+		dropped = index_inodes(b, &l);
+		if (dropped < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (dropped)
+			compact(b);
+	} while (dropped);
 	if (path)
 		base = map_file(path, l.total, &fd, &tmp);
 	if (!base) {
@@ -493,16 +617,15 @@ int ns_build_finish(struct ns_build *b, const char *path, uint64_t token,
 	h->checked = b->checked == INT64_MAX ? 0 : b->checked;
 	h->nrec = l.nrec;
 	h->nslot = l.nslot;
-	if (getrandom(&h->slot_seed, sizeof(h->slot_seed), GRND_NONBLOCK) !=
-	    sizeof(h->slot_seed))
-		h->slot_seed = hash64(&l, sizeof(l), (uintptr_t)base);
+	h->slot_seed = l.slot_seed;
+	h->probe_max = l.probe_max;
 	h->rec_off = NSIMG_HDR_SIZE;
 	h->slot_off = h->rec_off + l.nrec * sizeof(struct ns_node);
 	h->str_off = h->slot_off + l.nslot * sizeof(uint32_t);
 	h->str_len = l.str_len;
 	h->total = l.total;
 	h->st = b->st;
-	fill(b, &l, base, h);
+	fill(&l, base, h);
 	h->body_sum = hash64(base + NSIMG_HDR_SIZE, l.total - NSIMG_HDR_SIZE, 0);
 	h->hdr_sum = hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0);
 	mprotect(base, l.total, PROT_READ);
@@ -524,6 +647,7 @@ out:
 		close(fd);
 	free(tmp);
 	free(l.order);
+	free(l.slot);
 	ns_build_destroy(b);
 	malloc_trim(0);		/* the tree's memory back to the system */
 	return rc;

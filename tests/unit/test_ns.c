@@ -121,6 +121,34 @@ static void test_file_dir_conflict(void)
 	ns_destroy(ns);
 }
 
+/* a second object of one path: the first one added is served */
+static void test_duplicate_path(void)
+{
+	struct ns_build *b = ns_build_create(1);
+	struct ns_attr a = attr(1), got;
+	const struct ns_node *n;
+	struct ns *ns;
+
+	CHECK_INT(ns_build_add(b, "d/x", 3, "", &a), ==, 0);
+	CHECK_INT(ns_build_add(b, "d/y", 3, "", &a), ==, 0);
+	a.size = 2;
+	CHECK_INT(ns_build_add(b, "d/x", 3, "", &a), ==, 0);
+	CHECK_INT(ns_build_add(b, "d/w", 3, "", &a), ==, 0);
+	ns = finish(b);
+	n = ns_resolve(ns, "d/x", 3);
+	CHECK(n != NULL);
+	if (n) {
+		ns_attr_get(ns, n, &got);
+		CHECK_INT(got.size, ==, 1);
+	}
+	CHECK_INT(ns_nkids(ns_resolve(ns, "d", 1)), ==, 3);
+	CHECK_INT(ns_stats(ns)->files, ==, 3);
+	CHECK_INT(ns_stats(ns)->bytes, ==, 4);
+	CHECK_INT(ns_stats(ns)->collisions, ==, 1);
+	CHECK_INT(ns_stats(ns)->shadowed, ==, 0);
+	ns_destroy(ns);
+}
+
 static void test_stable_inodes(void)
 {
 	CHECK_INT(ns_ino(5, false, "p/q", 3), ==, ns_ino(5, false, "p/q", 3));
@@ -403,6 +431,7 @@ int main(void)
 	TEST(test_tree);
 	TEST(test_prefix_and_paths);
 	TEST(test_file_dir_conflict);
+	TEST(test_duplicate_path);
 	TEST(test_stable_inodes);
 	TEST(test_many);
 	TEST(test_image_roundtrip);
