@@ -99,6 +99,31 @@ def stat_all(path, names, threads=4):
     return time.time() - t
 
 
+def stat_ab(a, binary, src, mnt, work, big, names):
+    """stat() of the big directory by --base-bin and --bin in turn (the
+    base first in even repetitions): each a remount of its own cache, so
+    the kernel's dentries are cold and each binary serves its own stored
+    namespace"""
+    bins = {"base": os.path.realpath(a.base_bin), "new": binary}
+    daemons = {k: Daemon(b, src, mnt, os.path.join(work, f"cache-ab-{k}"), big,
+                         os.path.join(work, f"fusefs-ab-{k}.log")) for k, b in bins.items()}
+    for d in daemons.values():                    # the first mount stores the namespace
+        d.start()
+        d.stop()
+    pairs = []
+    for rep in range(a.stat_reps):
+        order = ["base", "new"] if rep % 2 == 0 else ["new", "base"]
+        pair = {"first": order[0]}
+        for k in order:
+            d = daemons[k]
+            d.start()
+            pair[k] = a.big / stat_all(os.path.join(mnt, "big"), names)
+            d.stop()
+        pair["ratio"] = pair["new"] / pair["base"]
+        pairs.append(pair)
+    return pairs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/bin/fusefs")
@@ -107,6 +132,10 @@ def main():
     ap.add_argument("--big", type=int, default=1_000_000)
     ap.add_argument("--work", default=None, help="scratch directory (default: a temporary one)")
     ap.add_argument("--out", default="/tmp/fusefs-bench-scale.json")
+    ap.add_argument("--base-bin", default=None,
+                    help="also time the stat pass of BASE against --bin, alternated")
+    ap.add_argument("--stat-reps", type=int, default=4,
+                    help="stat passes per binary with --base-bin")
     a = ap.parse_args()
     binary = os.path.realpath(a.bin)
     work = a.work or tempfile.mkdtemp(prefix="fusefs-scale-")
@@ -164,6 +193,8 @@ def main():
         res[f"big_after_stat_{f.lower()}_bytes_per_file"] = \
             rss_kib(d.proc.pid, f) * 1024 / a.big
     d.stop()
+    if a.base_bin:
+        res["stat_ab"] = stat_ab(a, binary, src, mnt, work, big, names)
     if not a.work:
         shutil.rmtree(work)
     print(json.dumps(res, indent=2))

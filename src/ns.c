@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -320,13 +319,16 @@ const struct ns_node *ns_lookup(const struct ns *ns, uint64_t parent,
 static void rec_attr(const struct ns *ns, const struct ns_node *n,
 		     struct ns_attr *out)
 {
+	const char *v;
+
 	memset(out, 0, sizeof(*out));
 	if (n->is_dir)
 		return;
 	out->size = n->u.f.size;
 	out->mtime = n->u.f.mtime;
 	out->mtime_nsec = n->mtime_nsec;
-	snprintf(out->version, sizeof(out->version), "%s", str_at(ns, n->str));
+	v = str_at(ns, n->str);
+	memcpy(out->version, v, strnlen(v, sizeof(out->version) - 1));
 	out->checked = ns->hdr->checked;
 }
 
