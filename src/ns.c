@@ -261,7 +261,10 @@ uint64_t ns_nkids(const struct ns_node *d)
 const struct ns_node *ns_kid(const struct ns *ns, const struct ns_node *d,
 			     uint64_t i)
 {
-	if (!d->is_dir || i >= d->u.d.nkids)
+	/* children come after their directory (breadth first): a walk of
+	 * the tree ends even in an image that says otherwise */
+	if (!d->is_dir || i >= d->u.d.nkids ||
+	    d->u.d.first <= (uint64_t)(d - ns->rec))
 		return NULL;
 	return rec_at(ns, d->u.d.first + i);
 }

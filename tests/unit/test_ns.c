@@ -361,6 +361,44 @@ static void test_image_lying_header(void)
 	cleanup();
 }
 
+/* an image whose sums are right but whose root is its own child: a walk
+ * of the tree still ends (ns_kid() refuses children before their dir) */
+static void test_image_cycle(void)
+{
+	struct nsimg_hdr h;
+	struct ns_node root;
+	struct ns *ns = NULL;
+	struct stat sb;
+	uint8_t *body;
+	int fd;
+
+	write_sample();
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0 && fstat(fd, &sb) == 0);
+	CHECK_INT(pread(fd, &h, sizeof(h), 0), ==, sizeof(h));
+	CHECK_INT(pread(fd, &root, sizeof(root), h.rec_off), ==, sizeof(root));
+	root.u.d.first = 0;
+	CHECK_INT(pwrite(fd, &root, sizeof(root), h.rec_off), ==, sizeof(root));
+	body = malloc(sb.st_size - NSIMG_HDR_SIZE);
+	CHECK_INT(pread(fd, body, sb.st_size - NSIMG_HDR_SIZE, NSIMG_HDR_SIZE),
+		  ==, sb.st_size - NSIMG_HDR_SIZE);
+	h.body_sum = hash64(body, sb.st_size - NSIMG_HDR_SIZE, 0);
+	h.hdr_sum = hash64(&h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+	CHECK_INT(pwrite(fd, &h, sizeof(h), 0), ==, sizeof(h));
+	free(body);
+	close(fd);
+	CHECK_INT(ns_open(path, 77, TOKEN, &ns), ==, 0);
+	if (ns) {
+		const struct ns_node *r = ns_get(ns, NS_ROOT_INO);
+
+		CHECK(r && ns_nkids(r) == 7);
+		CHECK(ns_kid(ns, r, 0) == NULL);
+		CHECK(ns_lookup(ns, NS_ROOT_INO, "s1") == NULL);
+		ns_destroy(ns);
+	}
+	cleanup();
+}
+
 static void test_attr_overlay(void)
 {
 	struct ns *ns = NULL;
@@ -438,6 +476,7 @@ int main(void)
 	TEST(test_image_token);
 	TEST(test_image_damage);
 	TEST(test_image_lying_header);
+	TEST(test_image_cycle);
 	TEST(test_attr_overlay);
 	TEST(test_image_unwritable);
 	return runner_done();
