@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stageset.h - chunks staged in memory for a reader that comes soon
- * (fetch_stage(), prefetch.h): fetched ahead, never written to the cache
- * while staged, consumed by the reader and let go once it was read to its
- * end (stageset_consume()) or at the file's last close.  Keyed
+ * (fetch_stage(), prefetch.h): fetched ahead, never written to the cache,
+ * consumed by the reader and dropped with the file's last close.  Keyed
  * by (file, version generation, chunk number); a key names immutable
  * bytes, so an entry is right as long as it exists.  Grouped by file, so
  * that a close drops its file's chunks without a scan of the set.  The
@@ -60,18 +59,6 @@ void stageset_unhold(struct stageset *s, uint64_t fid, uint64_t gen,
  * in the set */
 bool stageset_forget(struct stageset *s, uint64_t fid, uint64_t gen,
 		     uint32_t n);
-/*
- * stageset_consume() - @bytes of the chunk were handed to a reader (a use,
- * as stageset_get()).  Return: true once as many bytes as the chunk holds
- * were: its reader is through with it (a sequential reader reads each
- * byte once; a reader that comes back after the owner let it go fetches
- * it again).  false if the chunk is not held.
- */
-bool stageset_consume(struct stageset *s, uint64_t fid, uint64_t gen,
-		      uint32_t n, uint32_t bytes);
-/* stageset_drop() - drop one chunk unless it is being written
- * (stageset_hold()); false if it was not dropped */
-bool stageset_drop(struct stageset *s, uint64_t fid, uint64_t gen, uint32_t n);
 /* stageset_drop_file() - drop every chunk of @fid at @gen but those being
  * written (stageset_hold()).  Return: how many of the dropped ones were
  * never read (stageset_get()) */

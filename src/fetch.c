@@ -274,19 +274,6 @@ static bool mem_has_locked(struct fetcher *f, const struct chunk_id *id)
 	return in && in->ready;
 }
 
-/* the bytes of [@off, @off + @len) in chunk @n */
-static uint32_t bytes_in_chunk(const struct fetcher *f, uint64_t off,
-			       size_t len, uint32_t n)
-{
-	uint64_t cstart = (uint64_t)n * f->cs;
-	uint64_t from = MAX(off, cstart), to = MIN(off + len, cstart + f->cs);
-
-	return to > from ? to - from : 0;
-}
-
-static void settle_consumed(struct fetcher *f, struct centry *ce,
-			    const struct cache_ident *ci, uint32_t n);
-
 /*
  * Charge one chunk buffer to @cls; for demand, chunks kept in memory that
  * nobody holds go first.  A refused demand charge makes the budget call
@@ -628,8 +615,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	struct inflight *start[MAX_READ_CHUNKS + 64];
 	struct preq *pr = NULL, proto;
 	struct cache_ident ci;
-	uint32_t consumed[MAX_READ_CHUNKS];	/* staged chunks read to their end */
-	uint32_t n0, n1, nn, n, i, nc = 0;
+	uint32_t n0, n1, nn, n, i;
 	int nstart = 0, tries, rc = 0;
 	bool parked, memwait = false;
 	size_t len;
@@ -676,9 +662,6 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 
 		if (cb) {
 			bufs[i] = chunkbuf_get(cb);
-			if (stageset_consume(&f->staged, ci.fid, ci.gen, n,
-					     bytes_in_chunk(f, off, len, n)))
-				consumed[nc++] = n;
 			continue;
 		}
 		st = cache_claim(f->c, ce, n);
@@ -727,9 +710,6 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	submit_all(f, start, nstart);
 	if (memwait)
 		bgthread_wake(f->threads[0]);	/* memwait_run() */
-	/* our references keep their bytes for this read */
-	for (i = 0; i < nc; i++)
-		settle_consumed(f, ce, &ci, consumed[i]);
 
 	if (parked)
 		return 0;		/* answered when the chunks arrive */
@@ -825,7 +805,6 @@ static void complete(struct fetcher *f, struct inflight *in)
 	struct cache_ident ci;
 	ssize_t ret = in->ret;
 	struct preq *ready;
-	bool consumed = false;	/* a staged chunk its waiters read whole */
 	int rc = 0;
 	uint64_t sum;
 
@@ -868,16 +847,10 @@ static void complete(struct fetcher *f, struct inflight *in)
 	pthread_mutex_lock(&f->lock);
 	in->ready = true;
 	if (in->stage) {
-		struct waiter *w;
-
 		/* read as soon as it is here if someone waits for it */
 		if (!stageset_put(&f->staged, ci.fid, ci.gen, in->id.n,
-				  in->cb))
-			for (w = in->waiters; w; w = w->next)
-				consumed |= stageset_consume(&f->staged,
-					ci.fid, ci.gen, in->id.n,
-					bytes_in_chunk(f, w->pr->off,
-						       w->pr->len, in->id.n));
+				  in->cb) && in->waiters)
+			stageset_get(&f->staged, ci.fid, ci.gen, in->id.n);
 		/* in memory for its reader, not on disk: absent there */
 		htab_del(&f->tab, in->key);
 		cache_abandon(f->c, in->ce, in->id.n);
@@ -894,8 +867,6 @@ static void complete(struct fetcher *f, struct inflight *in)
 	pthread_mutex_unlock(&f->lock);
 	finish_all(f, ready);		/* answer first, persist after */
 	if (in->stage) {
-		if (consumed)
-			settle_consumed(f, in->ce, &ci, in->id.n);
 		inflight_free(f, in, true);
 		return;
 	}
@@ -1133,28 +1104,6 @@ static bool write_staged(struct fetcher *f, struct centry *ce,
 		return false;
 	stat_inc(f->st, staged_stored);
 	return true;
-}
-
-/*
- * Staged chunk @n of @ce (held) was read to its end: it is offered to the
- * cache now, as settle_staged() would at the file's last close (stored if
- * the policy wants it and it extends what is on disk), or let go.  Its
- * memory goes back with the last reference (the reader's), so staging
- * room frees while a large file is read, not only when it is closed: the
- * prefetcher is woken to use it.
- */
-static void settle_consumed(struct fetcher *f, struct centry *ce,
-			    const struct cache_ident *ci, uint32_t n)
-{
-	if ((n == 0 || cache_chunk_state(f->c, ce, n - 1) == CH_PRESENT) &&
-	    write_staged(f, ce, ci, n, ADMIT_DEMAND))
-		goto out;
-	pthread_mutex_lock(&f->lock);
-	stageset_drop(&f->staged, ci->fid, ci->gen, n);
-	pthread_mutex_unlock(&f->lock);
-out:
-	if (f->on_prefetch)
-		f->on_prefetch(f->prefetch_arg, true);
 }
 
 /*

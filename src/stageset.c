@@ -8,7 +8,6 @@
 
 struct schunk {
 	uint32_t n;
-	uint32_t served;		/* bytes handed to readers (stageset_consume()) */
 	bool read;
 	bool writing;			/* stageset_hold(): drops pass it by */
 	struct chunkbuf *cb;
@@ -204,32 +203,6 @@ bool stageset_forget(struct stageset *s, uint64_t fid, uint64_t gen,
 	struct schunk **pp = sf ? find_chunk(sf, n) : NULL;
 
 	if (!pp)
-		return false;
-	drop_chunk(s, pp);
-	if (!sf->chunks)
-		free(htab_del(&s->files, sf->key));
-	return true;
-}
-
-bool stageset_consume(struct stageset *s, uint64_t fid, uint64_t gen,
-		      uint32_t n, uint32_t bytes)
-{
-	struct sfile *sf = find_file(s, fid, gen);
-	struct schunk **pp = sf ? find_chunk(sf, n) : NULL;
-
-	if (!pp)
-		return false;
-	(*pp)->read = true;
-	(*pp)->served += bytes;
-	return (*pp)->served >= (*pp)->cb->len;
-}
-
-bool stageset_drop(struct stageset *s, uint64_t fid, uint64_t gen, uint32_t n)
-{
-	struct sfile *sf = find_file(s, fid, gen);
-	struct schunk **pp = sf ? find_chunk(sf, n) : NULL;
-
-	if (!pp || (*pp)->writing)
 		return false;
 	drop_chunk(s, pp);
 	if (!sf->chunks)
