@@ -80,7 +80,8 @@ NETNS_SH = os.path.join(bl.HERE, "netns.sh")
 NS_IP = "10.213.0.2"
 BUCKET = "bench"
 LIST_NAME = "bench"
-ALL_MODES = ["fusefs-list", "fusefs-heat", "fusefs-lru", "s3fs", "rclone"]
+ALL_MODES = ["fusefs-list", "fusefs-heat", "fusefs-lru", "s3fs", "rclone",
+             "fusefs-list-base"]      # fusefs-list with --base-bin (an A/B)
 ALL_VARIANTS = ["full", "drop90", "ranks2"]
 
 
@@ -198,6 +199,7 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.bin = os.path.abspath(a.bin)
+        self.base_bin = os.path.abspath(a.base_bin) if a.base_bin else None
         self.work = a.work
         self.cleanup = bl.Cleanup()
         self.results = []
@@ -363,7 +365,8 @@ class Bench:
         if mode.startswith("fusefs"):
             env.update(AWS_ACCESS_KEY_ID=self.creds["AWS_ACCESS_KEY_ID"],
                        AWS_SECRET_ACCESS_KEY=self.creds["AWS_SECRET_ACCESS_KEY"])
-            cmd = [self.bin, "mount", "s3://%s/%s" % (BUCKET, ds), self.mnt, "-f",
+            binary = self.base_bin if mode.endswith("-base") else self.bin
+            cmd = [binary, "mount", "s3://%s/%s" % (BUCKET, ds), self.mnt, "-f",
                    "--endpoint", self.endpoint, "--cache-dir", cdir,
                    "--cache-size", str(cache_bytes)]
             if mode == "fusefs-lru":
@@ -409,11 +412,13 @@ class Bench:
 
     # ---- one configuration: fresh mount, N epochs -------------------------------------------
 
-    def run_config(self, ds, ratio, variant, mode):
+    def run_config(self, ds, ratio, variant, mode, rep=None):
         a = self.a
         d = self.datasets[ds]
         cache_bytes = int(ratio * d["bytes"])
         tag = "%s-%s-%s-%s" % (ds, ratio, variant, mode)
+        if rep is not None:
+            tag += "-r%d" % rep
         log("==== %s: %s %s, cache %.0f MiB (%.2f x %.0f MiB)" % (
             mode, ds, variant, cache_bytes / MIB, ratio, d["bytes"] / MIB))
         t_mount = time.time()
@@ -440,12 +445,12 @@ class Bench:
                 snaps.append(snap())
                 sampler = bl.PeakSampler(cdir)
                 bl.drop_caches()
-                if mode == "fusefs-list":
+                if mode.startswith("fusefs-list"):
                     self.announce(ds, variant, e, published)
                 r = self.read(self.mnt, ds, variant, e)
                 reads.append(r)
                 peak.append(sampler.stop())
-                if mode == "fusefs-list":
+                if mode.startswith("fusefs-list"):
                     st = bl.fusefs_stats(self.mnt)
                     hits = [st.get('list_hit_ratio_permille{list="%s"}' % name)
                             for name, _, _ in self.epoch_plan(ds, variant, e)]
@@ -482,7 +487,7 @@ class Bench:
             # nor than the compute time
             missing = r["bytes"] if e == 0 else max(0, r["bytes"] - cache_bytes)
             bound = max(r["compute_s"], missing / self.link_Bps)
-            rec = {"dataset": ds, "ratio": ratio, "variant": variant, "mode": mode,
+            rec = {"dataset": ds, "ratio": ratio, "variant": variant, "mode": mode, "rep": rep,
                    "epoch": e + 1,
                    "dataset_bytes": d["bytes"], "files": d["files"], "cache_bytes": cache_bytes,
                    "secs": round(r["secs"], 3), "bytes_read": r["bytes"],
@@ -542,7 +547,9 @@ class Bench:
             rmc = r["bytes_read"] - r["cache_bytes"]
             w("| %s | %.1f | %s | %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %s "
               "| %.3f | %s | %s | %.1f |" % (
-                r["dataset"], r["ratio"], r["variant"], r["mode"], r["epoch"], r["secs"],
+                r["dataset"], r["ratio"], r["variant"],
+                r["mode"] + ("" if r.get("rep") is None else " #%d" % r["rep"]),
+                r["epoch"], r["secs"],
                 r["compute_s"], r["bound_s"], r["time_per_bound"], r["gpu_stall_s"],
                 "%.1f" % (r["stall_us"] / 1e6) if "stall_us" in r else "-",
                 back / MIB,
@@ -596,6 +603,11 @@ def main():
     ap.add_argument("--s3fs-args", default="", help="extra s3fs options")
     ap.add_argument("--rclone-args", default="", help="extra rclone mount options")
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir")
+    ap.add_argument("--base-bin", default=None,
+                    help="binary of mode fusefs-list-base (an A/B against --bin)")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="run each configuration's modes this many times, the mode "
+                         "order reversed in odd repetitions (tags get -rN)")
     a = ap.parse_args()
     a.ratios = [float(x) for x in a.ratios.split(",")]
     a.datasets = a.datasets.split(",")
@@ -616,6 +628,9 @@ def main():
         sys.exit("--threads must be even (the ranks2 variant splits them)")
     if os.geteuid() != 0:
         sys.exit("epoch bench: must run as root (netns, tc, drop_caches, loop mounts)")
+    if "fusefs-list-base" in a.modes + a.variant_modes and not (
+            a.base_bin and os.access(a.base_bin, os.X_OK)):
+        sys.exit("epoch bench: mode fusefs-list-base needs an executable --base-bin")
     if not os.access(a.bin, os.X_OK):
         sys.exit("epoch bench: %s is not executable (run make)" % a.bin)
     for tool in {"s3fs": "s3fs", "rclone": "rclone"}.items():
@@ -642,11 +657,16 @@ def main():
         for ds in a.datasets:
             for ratio in a.ratios:
                 for variant in a.variants:
-                    for mode in (a.modes if variant == "full" else a.variant_modes):
-                        try:
-                            b.run_config(ds, ratio, variant, mode)
-                        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-                            b.problem("%s %s %s %s failed: %r" % (ds, ratio, variant, mode, e))
+                    modes = a.modes if variant == "full" else a.variant_modes
+                    for rep in range(a.reps):
+                        for mode in (modes if rep % 2 == 0 else modes[::-1]):
+                            try:
+                                b.run_config(ds, ratio, variant, mode,
+                                             rep if a.reps > 1 else None)
+                            except (RuntimeError, OSError,
+                                    subprocess.SubprocessError) as e:
+                                b.problem("%s %s %s %s failed: %r" % (
+                                    ds, ratio, variant, mode, e))
     except BaseException as e:
         b.problem("aborted: %r" % e)
         rc = 1
