@@ -55,6 +55,13 @@ struct nsimg_hdr {
 _Static_assert(sizeof(struct nsimg_hdr) <= NSIMG_HDR_SIZE,
 	       "the image header fits its page");
 
+/*
+ * nsimg_body_sum() - XXH3 of bytes [NSIMG_HDR_SIZE, @len) of image file
+ * @fd, through read(): a check that maps no page into the process.
+ * Return: 0 or -errno.
+ */
+int nsimg_body_sum(int fd, uint64_t len, uint64_t *out);
+
 /* nsimg_home() - the first slot to probe for @ino */
 static inline uint64_t nsimg_home(uint64_t ino, uint64_t seed, uint64_t nslot)
 {

@@ -83,8 +83,7 @@ static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 	       h->str_off == slot_end && h->str_off + h->str_len == len;
 }
 
-/* XXH3 of the body through read(): a check that leaves no pages mapped */
-static int body_sum(int fd, size_t len, uint64_t *out)
+int nsimg_body_sum(int fd, uint64_t len, uint64_t *out)
 {
 	size_t at = NSIMG_HDR_SIZE, n = len - at;
 	uint8_t *buf = malloc(n < SUM_STEP ? n : SUM_STEP);
@@ -173,7 +172,7 @@ int ns_open(const char *path, uint64_t seed, uint64_t token, struct ns **out)
 		rc = -ESTALE;
 		goto out;
 	}
-	rc = body_sum(fd, sb.st_size, &sum);
+	rc = nsimg_body_sum(fd, sb.st_size, &sum);
 	if (rc)
 		goto out;
 	if (sum != h.body_sum) {

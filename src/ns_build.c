@@ -21,27 +21,49 @@
 #define LOG_SKIPS_PER_KIND 5
 /* the image keeps a file's strings within 64 KiB of their start */
 #define KEY_MAX		(UINT16_MAX - NS_VERSION_MAX - 2)
+#define LET_GO_RECORDS	65536	/* records filled between two let_go()s */
 
-/* a node of the tree being built */
+/*
+ * A node of the tree being built (56 bytes), its strings right after it
+ * in the arena: a file's version and key, then its path unless that is
+ * the key's tail; a directory's path.
+ */
 struct bnode {
 	uint64_t ino;
 	struct bnode *parent;
 	const char *path;	/* relative to the mount root; "" for the root */
-	const char *name;	/* last component, points into path */
-	const char *key;	/* backend object name (files only) */
-	const char *version;	/* files */
-	/* the strings live in the node's own allocation (path often as
-	 * key's tail) and go with it */
-	uint64_t size;
-	int64_t mtime;
-	uint32_t mtime_nsec;
-	bool is_dir;
-	bool hidden;		/* shadowed by a directory of the same name */
-	struct bnode **kids;	/* directories: sorted by name after finish */
-	uint32_t nkids, kids_cap;
+	union {
+		struct {
+			uint64_t size;
+			int64_t mtime;
+			uint32_t mtime_nsec;
+		} f;
+		struct {
+			struct bnode **kids;	/* sorted by name after finish */
+			uint32_t nkids, kids_cap;
+		} d;
+	} u;
 	uint32_t idx;		/* its record once laid out; before: the
 				 * order it was added in */
+	uint16_t name_at;	/* last component at path + name_at */
+	bool is_dir;
+	bool hidden;		/* shadowed by a directory of the same name */
 };
+
+static const char *bn_version(const struct bnode *n)
+{
+	return (const char *)(n + 1);
+}
+
+static const char *bn_key(const struct bnode *n)
+{
+	return bn_version(n) + strlen(bn_version(n)) + 1;
+}
+
+static const char *bn_name(const struct bnode *n)
+{
+	return n->path + n->name_at;
+}
 
 /* nodes are carved from blocks that go whole: no free per node */
 #define ARENA_BLOCK	(4u << 20)
@@ -131,22 +153,20 @@ static struct bnode *node_new(struct ns_build *b, uint64_t ino,
 		return NULL;
 	s = (char *)(n + 1);
 	if (key) {
-		n->version = s;
 		s = put_str(s, a->version, vlen);
-		n->key = s;
 		s = put_str(s, key, klen);
-		n->size = a->size;
-		n->mtime = a->mtime;
-		n->mtime_nsec = a->mtime_nsec;
+		n->u.f.size = a->size;
+		n->u.f.mtime = a->mtime;
+		n->u.f.mtime_nsec = a->mtime_nsec;
 	}
 	if (shared) {
-		n->path = n->key + klen - len;
+		n->path = s - 1 - len;	/* the key's tail */
 	} else {
 		n->path = s;
 		put_str(s, path, len);
 	}
 	slash = memrchr(n->path, '/', len);
-	n->name = slash ? slash + 1 : n->path;
+	n->name_at = slash ? slash + 1 - n->path : 0;
 	n->ino = ino;
 	n->is_dir = !key;
 	n->idx = b->added++;
@@ -155,16 +175,16 @@ static struct bnode *node_new(struct ns_build *b, uint64_t ino,
 
 static int kid_add(struct bnode *dir, struct bnode *kid)
 {
-	if (dir->nkids == dir->kids_cap) {
-		uint32_t cap = dir->kids_cap ? dir->kids_cap * 2 : 4;
-		struct bnode **k = realloc(dir->kids, cap * sizeof(*k));
+	if (dir->u.d.nkids == dir->u.d.kids_cap) {
+		uint32_t cap = dir->u.d.kids_cap ? dir->u.d.kids_cap * 2 : 4;
+		struct bnode **k = realloc(dir->u.d.kids, cap * sizeof(*k));
 
 		if (!k)
 			return -ENOMEM;
-		dir->kids = k;
-		dir->kids_cap = cap;
+		dir->u.d.kids = k;
+		dir->u.d.kids_cap = cap;
 	}
-	dir->kids[dir->nkids++] = kid;
+	dir->u.d.kids[dir->u.d.nkids++] = kid;
 	kid->parent = dir;
 	return 0;
 }
@@ -198,7 +218,7 @@ void ns_build_destroy(struct ns_build *b)
 		struct bnode *n = b->tab.slot[i];
 
 		if (n && n->is_dir)
-			free(n->kids);
+			free(n->u.d.kids);
 	}
 	htab_release(&b->tab);
 	while (b->blocks) {
@@ -321,7 +341,7 @@ static int kid_cmp(const void *a, const void *b)
 {
 	const struct bnode *x = *(struct bnode * const *)a;
 	const struct bnode *y = *(struct bnode * const *)b;
-	int c = strcmp(x->name, y->name);
+	int c = strcmp(bn_name(x), bn_name(y));
 
 	/* same name: directory first, so it wins the conflict; then the
 	 * first one added */
@@ -335,36 +355,36 @@ static void drop_file(struct ns_build *b, struct bnode *k, bool shadowed)
 {
 	k->hidden = true;
 	b->st.files--;
-	b->st.bytes -= k->size;
+	b->st.bytes -= k->u.f.size;
 	if (shadowed && ++b->st.shadowed <= LOG_SKIPS_PER_KIND)
 		log_warn("object '%s' is shadowed by directory '%s'",
-			 str_log(k->key), str_log(k->path));
+			 str_log(bn_key(k)), str_log(k->path));
 	if (!shadowed && ++b->st.collisions <= LOG_SKIPS_PER_KIND)
 		log_warn("skipping object '%s': its path or inode number is taken",
-			 str_log(k->key));
+			 str_log(bn_key(k)));
 }
 
 static void dir_finish(struct ns_build *b, struct bnode *d)
 {
 	uint32_t i, out = 0;
 
-	if (!d->nkids)
+	if (!d->u.d.nkids)
 		return;
-	qsort(d->kids, d->nkids, sizeof(*d->kids), kid_cmp);
-	for (i = 0; i < d->nkids; i++) {
-		struct bnode *k = d->kids[i];
+	qsort(d->u.d.kids, d->u.d.nkids, sizeof(*d->u.d.kids), kid_cmp);
+	for (i = 0; i < d->u.d.nkids; i++) {
+		struct bnode *k = d->u.d.kids[i];
 
 		if (k->hidden)
 			continue;
-		if (out && !strcmp(d->kids[out - 1]->name, k->name)) {
+		if (out && !strcmp(bn_name(d->u.d.kids[out - 1]), bn_name(k))) {
 			/* the file "a" loses against the directory "a/",
 			 * and a second "a" against the first */
-			drop_file(b, k, d->kids[out - 1]->is_dir);
+			drop_file(b, k, d->u.d.kids[out - 1]->is_dir);
 			continue;
 		}
-		d->kids[out++] = k;
+		d->u.d.kids[out++] = k;
 	}
-	d->nkids = out;
+	d->u.d.nkids = out;
 }
 
 /* ---- laying the image out ---- */
@@ -384,9 +404,9 @@ static uint64_t str_bytes(const struct bnode *n)
 
 	if (n->is_dir)
 		return plen + 1;
-	klen = strlen(n->key);
-	return strlen(n->version) + 1 + klen + 1 +
-	       (key_ends_in(n->key, klen, n->path, plen) ? 0 : plen + 1);
+	klen = strlen(bn_key(n));
+	return strlen(bn_version(n)) + 1 + klen + 1 +
+	       (key_ends_in(bn_key(n), klen, n->path, plen) ? 0 : plen + 1);
 }
 
 /* records in breadth-first order, so that siblings are consecutive */
@@ -406,8 +426,8 @@ static int plan(struct ns_build *b, struct layout *l)
 
 		d->idx = head++;
 		l->str_len += str_bytes(d);
-		for (i = 0; i < d->nkids && d->is_dir; i++)
-			l->order[tail++] = d->kids[i];
+		for (i = 0; d->is_dir && i < d->u.d.nkids; i++)
+			l->order[tail++] = d->u.d.kids[i];
 	}
 	l->nrec = tail;
 	for (l->nslot = 2; l->nslot < l->nrec + l->nrec / 2; l->nslot *= 2)
@@ -476,11 +496,11 @@ static void compact(struct ns_build *b)
 		struct bnode *d = b->tab.slot[i];
 		uint32_t k, out = 0;
 
-		for (k = 0; d && k < d->nkids; k++)
-			if (!d->kids[k]->hidden)
-				d->kids[out++] = d->kids[k];
+		for (k = 0; d && k < d->u.d.nkids; k++)
+			if (!d->u.d.kids[k]->hidden)
+				d->u.d.kids[out++] = d->u.d.kids[k];
 		if (d)
-			d->nkids = out;
+			d->u.d.nkids = out;
 	}
 }
 
@@ -495,14 +515,34 @@ static uint64_t emit(char *area, uint64_t *at, const char *src)
 	return off;
 }
 
+/* pages of [@from, @to) of a file's mapping, written: out of the
+ * process (the page cache keeps them, dirty until written back) */
+static void let_go(uint8_t *base, uint64_t from, uint64_t to)
+{
+	uint64_t a = (from + 4095) & ~4095ULL, b = to & ~4095ULL;
+
+	if (b > a)
+		madvise(base + a, b - a, MADV_DONTNEED);
+}
+
+/* @written: the mapping is a file's, so what is filled can go at once
+ * (the peak is the tree, not the tree and the image) */
 static void fill(const struct layout *l, uint8_t *base,
-		 const struct nsimg_hdr *h)
+		 const struct nsimg_hdr *h, bool written)
 {
 	struct ns_node *rec = (struct ns_node *)(base + h->rec_off);
 	char *area = (char *)base + h->str_off;
-	uint64_t i, at = 0;
+	uint64_t i, at = 0, rec_mark = h->rec_off, str_mark = h->str_off;
 
 	for (i = 0; i < l->nrec; i++) {
+		if (written && i && !(i % LET_GO_RECORDS)) {
+			uint64_t r = h->rec_off + i * sizeof(*rec);
+
+			let_go(base, rec_mark, r);
+			let_go(base, str_mark, h->str_off + at);
+			rec_mark = r & ~4095ULL;
+			str_mark = (h->str_off + at) & ~4095ULL;
+		}
 		const struct bnode *n = l->order[i];
 		struct ns_node *r = &rec[i];
 
@@ -511,25 +551,28 @@ static void fill(const struct layout *l, uint8_t *base,
 		r->is_dir = n->is_dir;
 		if (n->is_dir) {
 			r->str = emit(area, &at, n->path);
-			r->u.d.first = n->nkids ? n->kids[0]->idx : 0;
-			r->u.d.nkids = n->nkids;
+			r->u.d.first = n->u.d.nkids ? n->u.d.kids[0]->idx : 0;
+			r->u.d.nkids = n->u.d.nkids;
 		} else {
-			size_t klen = strlen(n->key), plen = strlen(n->path);
+			const char *key = bn_key(n);
+			size_t klen = strlen(key), plen = strlen(n->path);
 
-			r->str = emit(area, &at, n->version);
+			r->str = emit(area, &at, bn_version(n));
 			r->key_at = at - r->str;
-			emit(area, &at, n->key);
-			if (key_ends_in(n->key, klen, n->path, plen))
+			emit(area, &at, key);
+			if (key_ends_in(key, klen, n->path, plen))
 				r->path_at = r->key_at + klen - plen;
 			else
 				r->path_at = emit(area, &at, n->path) - r->str;
-			r->u.f.size = n->size;
-			r->u.f.mtime = n->mtime;
-			r->mtime_nsec = n->mtime_nsec;
+			r->u.f.size = n->u.f.size;
+			r->u.f.mtime = n->u.f.mtime;
+			r->mtime_nsec = n->u.f.mtime_nsec;
 		}
-		r->name_at = n->name - n->path;
+		r->name_at = n->name_at;
 	}
 	memcpy(base + h->slot_off, l->slot, l->nslot * sizeof(uint32_t));
+	if (written)
+		let_go(base, h->rec_off, h->total);
 }
 
 /* a mapping of @len bytes backed by @path.tmp, or NULL (logged) */
@@ -625,8 +668,11 @@ int ns_build_finish(struct ns_build *b, const char *path, uint64_t token,
 	h->str_len = l.str_len;
 	h->total = l.total;
 	h->st = b->st;
-	fill(&l, base, h);
-	h->body_sum = hash64(base + NSIMG_HDR_SIZE, l.total - NSIMG_HDR_SIZE, 0);
+	fill(&l, base, h, tmp != NULL);
+	/* through the file: the pages let go stay out of the process */
+	if (!tmp || nsimg_body_sum(fd, l.total, &h->body_sum))
+		h->body_sum = hash64(base + NSIMG_HDR_SIZE,
+				     l.total - NSIMG_HDR_SIZE, 0);
 	h->hdr_sum = hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0);
 	mprotect(base, l.total, PROT_READ);
 	if (tmp && rename(tmp, path)) {
