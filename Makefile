@@ -124,7 +124,7 @@ FUZZ_CC      ?= clang-14
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_SMOKE_SECONDS ?= 12
-FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign manifest
+FUZZ_TARGETS ?= lists s3list pathmap recfmt cfgfile creds s3sign manifest nsimage
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
@@ -137,11 +137,13 @@ FUZZ_OBJS_cfgfile = cfgfile conf log safeopen bgthread
 FUZZ_OBJS_creds   = creds cfgfile conf log safeopen bgthread
 FUZZ_OBJS_s3sign  = s3sign
 FUZZ_OBJS_manifest = manifest pathmap
+FUZZ_OBJS_nsimage = ns hash htab log safeopen bgthread
 FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
 FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
 FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
 FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
 FUZZ_LIBS_manifest = -lz -lzstd
+FUZZ_LIBS_nsimage = $(shell pkg-config --libs libxxhash)
 FUZZ_BINS    = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 $(FUZZ_BUILD)/%.o: %.c

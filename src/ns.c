@@ -143,9 +143,17 @@ static int ns_wrap(const void *base, size_t len, bool mapped, struct ns **out)
 	return 0;
 }
 
+/* the string area ends with a NUL: every string in it is terminated */
+static bool strings_end(const void *base)
+{
+	const struct nsimg_hdr *h = base;
+
+	return ((const char *)base)[h->str_off + h->str_len - 1] == '\0';
+}
+
 int ns_from_memory(void *base, size_t len, bool mapped, struct ns **out)
 {
-	if (len < NSIMG_HDR_SIZE || !hdr_sane(base, len))
+	if (len < NSIMG_HDR_SIZE || !hdr_sane(base, len) || !strings_end(base))
 		return -EINVAL;
 	return ns_wrap(base, len, mapped, out);
 }
@@ -185,7 +193,7 @@ int ns_open(const char *path, uint64_t seed, uint64_t token, struct ns **out)
 		goto out;
 	}
 	/* a file changed between the check and the mapping is not ours */
-	if (!hdr_sane(base, sb.st_size) ||
+	if (!hdr_sane(base, sb.st_size) || !strings_end(base) ||
 	    memcmp(base, &h, sizeof(h))) {
 		munmap(base, sb.st_size);
 		rc = -EINVAL;
@@ -260,12 +268,16 @@ uint64_t ns_nkids(const struct ns_node *d)
 const struct ns_node *ns_kid(const struct ns *ns, const struct ns_node *d,
 			     uint64_t i)
 {
+	uint64_t first = d->u.d.first, nrec = ns->hdr->nrec;
+
 	/* children come after their directory (breadth first): a walk of
-	 * the tree ends even in an image that says otherwise */
+	 * the tree ends even in an image that says otherwise; and no sum
+	 * of first and i wraps around */
 	if (!d->is_dir || i >= d->u.d.nkids ||
-	    d->u.d.first <= (uint64_t)(d - ns->rec))
+	    first <= (uint64_t)(d - ns->rec) || first >= nrec ||
+	    i >= nrec - first)
 		return NULL;
-	return rec_at(ns, d->u.d.first + i);
+	return &ns->rec[first + i];
 }
 
 const struct ns_node *ns_parent(const struct ns *ns, const struct ns_node *n)
