@@ -31,7 +31,6 @@ void ns_build_destroy(struct ns_build *b);
  */
 int ns_build_add(struct ns_build *b, const char *key, size_t len,
 		 const char *prefix, const struct ns_attr *a);
-const struct ns_stats *ns_build_stats(const struct ns_build *b);
 
 /*
  * ns_build_finish() - resolve conflicts, sort, and lay the tree out as an

@@ -25,8 +25,11 @@
 #ifndef FUSEFS_NS_IMAGE_H
 #define FUSEFS_NS_IMAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "hash.h"
 #include "ns.h"
 
 #define NSIMG_MAGIC	"FUSEFSNS"
@@ -61,6 +64,34 @@ _Static_assert(sizeof(struct nsimg_hdr) <= NSIMG_HDR_SIZE,
  * Return: 0 or -errno.
  */
 int nsimg_body_sum(int fd, uint64_t len, uint64_t *out);
+
+/*
+ * nsimg_layout() - start header @h (zeroed by the caller) of an image of
+ * @nrec records, @nslot slots and @str_len bytes of strings: magic,
+ * version, record size, counts, section offsets and total size.
+ * Return: the total size.
+ */
+static inline uint64_t nsimg_layout(struct nsimg_hdr *h, uint64_t nrec,
+				    uint64_t nslot, uint64_t str_len)
+{
+	memcpy(h->magic, NSIMG_MAGIC, 8);
+	h->version = NSIMG_VERSION;
+	h->rec_size = sizeof(struct ns_node);
+	h->nrec = nrec;
+	h->nslot = nslot;
+	h->rec_off = NSIMG_HDR_SIZE;
+	h->slot_off = h->rec_off + nrec * sizeof(struct ns_node);
+	h->str_off = h->slot_off + nslot * sizeof(uint32_t);
+	h->str_len = str_len;
+	h->total = h->str_off + str_len;
+	return h->total;
+}
+
+/* nsimg_hdr_sum() - what hdr_sum must be */
+static inline uint64_t nsimg_hdr_sum(const struct nsimg_hdr *h)
+{
+	return hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+}
 
 /* nsimg_home() - the first slot to probe for @ino */
 static inline uint64_t nsimg_home(uint64_t ino, uint64_t seed, uint64_t nslot)

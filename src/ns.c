@@ -29,13 +29,11 @@ struct ovl {
 
 struct ns {
 	const uint8_t *base;
-	size_t len;
 	bool mapped;		/* a file's mapping (else anonymous memory) */
 	const struct nsimg_hdr *hdr;
 	const struct ns_node *rec;
 	const uint32_t *slot;
 	const char *str;
-	struct ns_stats st;
 	pthread_mutex_t attr_lock;	/* guards the two below */
 	struct htab ovl;	/* ino -> struct ovl: changed files (few) */
 	/*
@@ -71,7 +69,7 @@ static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 
 	if (memcmp(h->magic, NSIMG_MAGIC, 8) || h->version != NSIMG_VERSION ||
 	    h->rec_size != sizeof(struct ns_node) ||
-	    h->hdr_sum != hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0))
+	    h->hdr_sum != nsimg_hdr_sum(h))
 		return false;
 	if (h->total != len || !h->nrec || h->nrec > UINT32_MAX ||
 	    !h->nslot || (h->nslot & (h->nslot - 1)) || h->nslot < h->nrec ||
@@ -116,20 +114,18 @@ out:
 	return rc;
 }
 
-static int ns_wrap(const void *base, size_t len, bool mapped, struct ns **out)
+static int ns_wrap(const void *base, bool mapped, struct ns **out)
 {
 	struct ns *ns = calloc(1, sizeof(*ns));
 
 	if (!ns)
 		return -ENOMEM;
 	ns->base = base;
-	ns->len = len;
 	ns->mapped = mapped;
 	ns->hdr = base;
 	ns->rec = (const struct ns_node *)(ns->base + ns->hdr->rec_off);
 	ns->slot = (const uint32_t *)(ns->base + ns->hdr->slot_off);
 	ns->str = (const char *)ns->base + ns->hdr->str_off;
-	ns->st = ns->hdr->st;
 	ns->checked = mmap(NULL, ns->hdr->nrec * sizeof(uint32_t),
 			   PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -155,7 +151,7 @@ int ns_from_memory(void *base, size_t len, bool mapped, struct ns **out)
 {
 	if (len < NSIMG_HDR_SIZE || !hdr_sane(base, len) || !strings_end(base))
 		return -EINVAL;
-	return ns_wrap(base, len, mapped, out);
+	return ns_wrap(base, mapped, out);
 }
 
 int ns_open(const char *path, uint64_t seed, uint64_t token, struct ns **out)
@@ -199,7 +195,7 @@ int ns_open(const char *path, uint64_t seed, uint64_t token, struct ns **out)
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = ns_wrap(base, sb.st_size, true, out);
+	rc = ns_wrap(base, true, out);
 	if (rc)
 		munmap(base, sb.st_size);
 out:
@@ -221,7 +217,7 @@ void ns_destroy(struct ns *ns)
 	htab_release(&ns->ovl);
 	munmap(ns->checked, ns->hdr->nrec * sizeof(uint32_t));
 	pthread_mutex_destroy(&ns->attr_lock);
-	munmap((void *)ns->base, ns->len);
+	munmap((void *)ns->base, ns->hdr->total);
 	free(ns);
 }
 
@@ -424,7 +420,7 @@ const struct ns_node *ns_resolve(const struct ns *ns, const char *rel,
 
 const struct ns_stats *ns_stats(const struct ns *ns)
 {
-	return &ns->st;
+	return &ns->hdr->st;
 }
 
 int ns_foreach(const struct ns *ns, bool dirs,

@@ -230,11 +230,6 @@ void ns_build_destroy(struct ns_build *b)
 	free(b);
 }
 
-const struct ns_stats *ns_build_stats(const struct ns_build *b)
-{
-	return &b->st;
-}
-
 /* the directory for rel[0..len), created with its parents; NULL on error */
 static struct bnode *dir_get(struct ns_build *b, const char *rel, size_t len,
 			     int *err)
@@ -432,8 +427,11 @@ static int plan(struct ns_build *b, struct layout *l)
 	l->nrec = tail;
 	for (l->nslot = 2; l->nslot < l->nrec + l->nrec / 2; l->nslot *= 2)
 		;
-	l->total = NSIMG_HDR_SIZE + l->nrec * sizeof(struct ns_node) +
-		   l->nslot * sizeof(uint32_t) + l->str_len;
+	{
+		struct nsimg_hdr h = { 0 };
+
+		l->total = nsimg_layout(&h, l->nrec, l->nslot, l->str_len);
+	}
 	return 0;
 }
 
@@ -652,28 +650,19 @@ int ns_build_finish(struct ns_build *b, const char *path, uint64_t token,
 		}
 	}
 	h = (struct nsimg_hdr *)base;
-	memcpy(h->magic, NSIMG_MAGIC, 8);
-	h->version = NSIMG_VERSION;
-	h->rec_size = sizeof(struct ns_node);
+	nsimg_layout(h, l.nrec, l.nslot, l.str_len);
 	h->seed = b->seed;
 	h->token = token;
 	h->checked = b->checked == INT64_MAX ? 0 : b->checked;
-	h->nrec = l.nrec;
-	h->nslot = l.nslot;
 	h->slot_seed = l.slot_seed;
 	h->probe_max = l.probe_max;
-	h->rec_off = NSIMG_HDR_SIZE;
-	h->slot_off = h->rec_off + l.nrec * sizeof(struct ns_node);
-	h->str_off = h->slot_off + l.nslot * sizeof(uint32_t);
-	h->str_len = l.str_len;
-	h->total = l.total;
 	h->st = b->st;
 	fill(&l, base, h, tmp != NULL);
 	/* through the file: the pages let go stay out of the process */
 	if (!tmp || nsimg_body_sum(fd, l.total, &h->body_sum))
 		h->body_sum = hash64(base + NSIMG_HDR_SIZE,
 				     l.total - NSIMG_HDR_SIZE, 0);
-	h->hdr_sum = hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+	h->hdr_sum = nsimg_hdr_sum(h);
 	mprotect(base, l.total, PROT_READ);
 	if (tmp && rename(tmp, path)) {
 		log_warn("cannot rename the namespace image to %s: %s",

@@ -259,7 +259,6 @@ static int read_manifest(struct nsmgr *nm, struct build *b)
 static int list_backend(struct nsmgr *nm, struct ns **out)
 {
 	struct build b = { .prefix = nm->be->prefix, .now = time(NULL) };
-	struct ns_stats st;
 	struct timespec t0;
 	char when[32], ident[4096 + 512];
 	uint64_t token = 0;
@@ -290,14 +289,13 @@ static int list_backend(struct nsmgr *nm, struct ns **out)
 		meta_put_str(nm->meta, "source", ident);
 		token = listing_token(nm, ident, true);
 	}
-	st = *ns_build_stats(b.nb);
 	rc = finish(nm, &b, token, out);
 	if (rc)
 		return rc;
 	if (!nm->pinned)
 		stat_inc(nm->st, listings);
 	log_ns(nm->pinned ? "read from the manifest" : "listed from the backend",
-	       &st, since(&t0));
+	       ns_stats(*out), since(&t0));
 	return 0;
 out_nb:
 	ns_build_destroy(b.nb);
@@ -309,7 +307,6 @@ static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 {
 	struct build b = { .prefix = nm->be->prefix };
 	char src[4096 + 512], ident[4096 + 512], when[32];
-	struct ns_stats st;
 	struct timespec t0;
 	uint64_t token;
 	char *path;
@@ -346,11 +343,10 @@ static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 		ns_build_destroy(b.nb);
 		return (int)n;
 	}
-	st = *ns_build_stats(b.nb);
 	rc = finish(nm, &b, token, out);
 	if (rc)
 		return rc;
-	log_ns("loaded from the namespace cache", &st, since(&t0));
+	log_ns("loaded from the namespace cache", ns_stats(*out), since(&t0));
 	return 0;
 }
 

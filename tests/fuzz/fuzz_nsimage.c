@@ -92,7 +92,7 @@ static int visit(void *arg, const struct ns_node *n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t nrec, nslot = 1, str_len, total, body;
-	struct nsimg_hdr *h;
+	struct nsimg_hdr hdr = { 0 }, *h;
 	struct ns *ns = NULL;
 	uint8_t *base;
 
@@ -103,8 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nslot <<= 1;
 	nslot <<= data[2] % 4;
 	str_len = 1 + (data[4] | data[5] << 8) % 4096;
-	total = NSIMG_HDR_SIZE + nrec * sizeof(struct ns_node) +
-		nslot * sizeof(uint32_t) + str_len;
+	total = nsimg_layout(&hdr, nrec, nslot, str_len);
 	base = mmap(NULL, total, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	FUZZ_CHECK(base != MAP_FAILED, "mmap");
@@ -112,21 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						   total - NSIMG_HDR_SIZE;
 	memcpy(base + NSIMG_HDR_SIZE, data + 16, body);
 	h = (struct nsimg_hdr *)base;
-	memcpy(h->magic, NSIMG_MAGIC, 8);
-	h->version = NSIMG_VERSION;
-	h->rec_size = sizeof(struct ns_node);
+	*h = hdr;
 	h->seed = 1;
 	h->token = 1;
-	h->nrec = nrec;
-	h->nslot = nslot;
 	memcpy(&h->slot_seed, data + 8, 8);
 	h->probe_max = data[3];
-	h->rec_off = NSIMG_HDR_SIZE;
-	h->slot_off = h->rec_off + nrec * sizeof(struct ns_node);
-	h->str_off = h->slot_off + nslot * sizeof(uint32_t);
-	h->str_len = str_len;
-	h->total = total;
-	h->hdr_sum = hash64(h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+	h->hdr_sum = nsimg_hdr_sum(h);
 	fuzz_quiet_begin();
 	if (ns_from_memory(base, total, false, &ns)) {
 		/* refused: only when the strings do not end in a NUL */

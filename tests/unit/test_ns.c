@@ -354,7 +354,7 @@ static void test_image_lying_header(void)
 	CHECK(fd >= 0);
 	CHECK_INT(pread(fd, &h, sizeof(h), 0), ==, sizeof(h));
 	h.nrec *= 1000;
-	h.hdr_sum = hash64(&h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+	h.hdr_sum = nsimg_hdr_sum(&h);
 	CHECK_INT(pwrite(fd, &h, sizeof(h), 0), ==, sizeof(h));
 	close(fd);
 	CHECK_INT(ns_open(path, 77, TOKEN, &ns), ==, -EINVAL);
@@ -383,7 +383,7 @@ static void test_image_cycle(void)
 	CHECK_INT(pread(fd, body, sb.st_size - NSIMG_HDR_SIZE, NSIMG_HDR_SIZE),
 		  ==, sb.st_size - NSIMG_HDR_SIZE);
 	h.body_sum = hash64(body, sb.st_size - NSIMG_HDR_SIZE, 0);
-	h.hdr_sum = hash64(&h, offsetof(struct nsimg_hdr, hdr_sum), 0);
+	h.hdr_sum = nsimg_hdr_sum(&h);
 	CHECK_INT(pwrite(fd, &h, sizeof(h), 0), ==, sizeof(h));
 	free(body);
 	close(fd);
