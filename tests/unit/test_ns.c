@@ -208,6 +208,58 @@ static void test_many(void)
 	ns_destroy(ns);
 }
 
+/*
+ * ns_lookup(): names that exist only elsewhere in the tree, one level
+ * down or under a file are not found; paths of over 1 KiB are.
+ */
+static void test_lookup_paths(void)
+{
+	struct ns_build *b = ns_build_create(5);
+	struct ns_attr a = attr(1);
+	const struct ns_node *d1, *d2, *deep;
+	char key[1200], *p;
+	struct ns *ns;
+	size_t len;
+
+	CHECK_INT(ns_build_add(b, "d1/f", 4, "", &a), ==, 0);
+	CHECK_INT(ns_build_add(b, "d1/sub/g", 8, "", &a), ==, 0);
+	CHECK_INT(ns_build_add(b, "d2/h", 4, "", &a), ==, 0);
+	/* a directory of 1,010 bytes of path, its children across 1 KiB */
+	memset(key, 'x', 1010);
+	key[1010] = 0;
+	for (p = key + 100; p < key + 1010; p += 100)
+		*p = '/';
+	memcpy(key + 1010, "/short", 7);
+	CHECK_INT(ns_build_add(b, key, strlen(key), "", &a), ==, 0);
+	memset(key + 1010, 'y', 100);
+	key[1010] = '/';
+	key[1110] = 0;
+	len = strlen(key);
+	CHECK_INT(ns_build_add(b, key, len, "", &a), ==, 0);
+	ns = finish(b);
+	d1 = ns_lookup(ns, NS_ROOT_INO, "d1");
+	d2 = ns_lookup(ns, NS_ROOT_INO, "d2");
+	CHECK(d1 && d2 && d1->is_dir && d2->is_dir);
+	CHECK(ns_lookup(ns, d1->ino, "f") && !ns_lookup(ns, d1->ino, "f")->is_dir);
+	CHECK(ns_lookup(ns, d1->ino, "sub") && ns_lookup(ns, d1->ino, "sub")->is_dir);
+	CHECK(ns_lookup(ns, d2->ino, "f") == NULL);	/* only in d1 */
+	CHECK(ns_lookup(ns, d2->ino, "sub") == NULL);
+	CHECK(ns_lookup(ns, d1->ino, "h") == NULL);
+	CHECK(ns_lookup(ns, d1->ino, "g") == NULL);	/* one level down */
+	CHECK(ns_lookup(ns, NS_ROOT_INO, "f") == NULL);
+	CHECK(ns_lookup(ns, ns_lookup(ns, d1->ino, "f")->ino, "x") == NULL);
+	key[1010] = 0;			/* the deepest directory */
+	deep = ns_resolve(ns, key, 1010);
+	CHECK(deep && deep->is_dir);
+	if (deep) {
+		CHECK(ns_lookup(ns, deep->ino, "short") != NULL);
+		CHECK(ns_lookup(ns, deep->ino, key + 1011) != NULL);
+		CHECK(ns_lookup(ns, deep->ino, "nothing") == NULL);
+	}
+	CHECK_INT(ns_foreach(ns, true, check_dir, ns), ==, 0);
+	ns_destroy(ns);
+}
+
 /* ---- the image in a file ---- */
 
 static char dir[] = "/tmp/test_ns.XXXXXX";
@@ -472,6 +524,7 @@ int main(void)
 	TEST(test_duplicate_path);
 	TEST(test_stable_inodes);
 	TEST(test_many);
+	TEST(test_lookup_paths);
 	TEST(test_image_roundtrip);
 	TEST(test_image_token);
 	TEST(test_image_damage);
