@@ -7,7 +7,8 @@ Measures: the first mount from the manifest (start to mounted), the
 remount from the LMDB namespace cache, the daemon's RSS after each (and
 per file), the LMDB size; then, on a second manifest with one directory
 of M entries: time to the first entries of a readdir and of the whole
-listing, and stat() of every file in it (4 threads).
+listing, and stat() of every file in it (4 threads; --stat-reps passes,
+each on a remount, with the machine's other load and steal time).
 
   bench/scale.py --bin build/bin/fusefs [--files 10000000 --dirs 100000 --big 1000000]
 """
@@ -99,6 +100,36 @@ def stat_all(path, names, threads=4):
     return time.time() - t
 
 
+def cpu_jiffies():
+    """(busy, steal, total) jiffies over all CPUs from /proc/stat; steal is
+    time the hypervisor gave this VM's CPUs to someone else"""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    total = sum(v[:8])
+    return total - v[3] - v[4] - v[7], v[7], total
+
+
+def stat_pass(d, path, names):
+    """one stat() pass over names on a fresh start of daemon d (cold kernel
+    dentries), with what else used the machine: the busy share just
+    before, the share of both CPUs used by other processes during the pass
+    (busy minus the daemon's and this process's CPU) and the steal share"""
+    d.start()
+    b0 = cpu_jiffies()
+    time.sleep(0.5)
+    b1 = cpu_jiffies()
+    hz = os.sysconf("SC_CLK_TCK")
+    c0, m0 = proc_cpu(d.proc.pid), sum(os.times()[:2])
+    secs = stat_all(path, names)
+    c1, m1, b2 = proc_cpu(d.proc.pid), sum(os.times()[:2]), cpu_jiffies()
+    tot = max(1, b2[2] - b1[2])
+    r = {"per_s": len(names) / secs, "daemon_cpu_s": c1 - c0, "client_cpu_s": m1 - m0,
+         "busy_before": (b1[0] - b0[0]) / max(1, b1[2] - b0[2]),
+         "other_cpu": ((b2[0] - b1[0]) - (c1 - c0 + m1 - m0) * hz) / tot,
+         "steal": (b2[1] - b1[1]) / tot}
+    return r
+
+
 def stat_ab(a, binary, src, mnt, work, big, names):
     """stat() of the big directory by --base-bin and --bin in turn (the
     base first in even repetitions): each a remount of its own cache, so
@@ -116,9 +147,10 @@ def stat_ab(a, binary, src, mnt, work, big, names):
         pair = {"first": order[0]}
         for k in order:
             d = daemons[k]
-            d.start()
-            pair[k] = a.big / stat_all(os.path.join(mnt, "big"), names)
+            r = stat_pass(d, os.path.join(mnt, "big"), names)
             d.stop()
+            pair[k] = r["per_s"]
+            pair[k + "_pass"] = r
         pair["ratio"] = pair["new"] / pair["base"]
         pairs.append(pair)
     return pairs
@@ -134,8 +166,9 @@ def main():
     ap.add_argument("--out", default="/tmp/fusefs-bench-scale.json")
     ap.add_argument("--base-bin", default=None,
                     help="also time the stat pass of BASE against --bin, alternated")
-    ap.add_argument("--stat-reps", type=int, default=4,
-                    help="stat passes per binary with --base-bin")
+    ap.add_argument("--stat-reps", type=int, default=5,
+                    help="stat passes (each on a remount) of --bin, and per binary with "
+                    "--base-bin")
     a = ap.parse_args()
     binary = os.path.realpath(a.bin)
     work = a.work or tempfile.mkdtemp(prefix="fusefs-scale-")
@@ -183,16 +216,21 @@ def main():
     res["big_readdir_first1000_s"], res["big_readdir_all_s"] = first, total
     names = sorted(os.listdir(os.path.join(mnt, "big")))
     d.stop()                                      # cold kernel caches for the stat pass
-    d.start()
-    cpu0 = proc_cpu(d.proc.pid)
-    secs = stat_all(os.path.join(mnt, "big"), names)
-    res["big_stat_per_s"] = a.big / secs
-    res["big_stat_daemon_cpu_s"] = proc_cpu(d.proc.pid) - cpu0
-    # every file of the mount looked up once: the most a walk can touch
-    for f in ("VmRSS", "RssAnon", "RssFile"):
-        res[f"big_after_stat_{f.lower()}_bytes_per_file"] = \
-            rss_kib(d.proc.pid, f) * 1024 / a.big
-    d.stop()
+    res["big_stat_passes"] = []
+    for rep in range(a.stat_reps):
+        r = stat_pass(d, os.path.join(mnt, "big"), names)
+        res["big_stat_passes"].append(r)
+        print("stat pass", rep, json.dumps(r), flush=True)
+        if rep == 0:
+            # every file of the mount looked up once: the most a walk can touch
+            for f in ("VmRSS", "RssAnon", "RssFile"):
+                res[f"big_after_stat_{f.lower()}_bytes_per_file"] = \
+                    rss_kib(d.proc.pid, f) * 1024 / a.big
+        d.stop()
+    rates = sorted(r["per_s"] for r in res["big_stat_passes"])
+    res["big_stat_per_s"] = rates[len(rates) // 2]          # the median pass
+    res["big_stat_daemon_cpu_s"] = sorted(
+        r["daemon_cpu_s"] for r in res["big_stat_passes"])[len(rates) // 2]
     if a.base_bin:
         res["stat_ab"] = stat_ab(a, binary, src, mnt, work, big, names)
     if not a.work:

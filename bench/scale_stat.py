@@ -48,10 +48,10 @@ def main():
     res = {k: [] for k in keys}
     for rep in range(a.reps):
         for k in keys[rep % len(keys):] + keys[:rep % len(keys)]:
-            ds[k].start()
-            res[k].append(round(a.entries / scale.stat_all(os.path.join(mnt, "big"), names)))
+            r = scale.stat_pass(ds[k], os.path.join(mnt, "big"), names)
             ds[k].stop()
-            print(rep, k, res[k][-1], flush=True)
+            res[k].append(round(r["per_s"]))
+            print(rep, k, json.dumps(r), flush=True)
     print(json.dumps(res))
     if not a.work:
         shutil.rmtree(work)
