@@ -24,7 +24,7 @@
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: fusefs manifest create SOURCE [BACKEND OPTIONS] > FILE\n"
+		"usage: fusefs manifest create SOURCE [--versions] [BACKEND OPTIONS] > FILE\n"
 		"       fusefs manifest diff A B\n"
 		"A and B: a manifest file, or rados://POOL/OBJ, s3://BUCKET/KEY\n");
 	return 2;
@@ -80,6 +80,11 @@ static int parse_source_args(struct fusefs_conf *cf, int argc, char **argv)
 			continue;
 		}
 		a += 2;
+		if (!strcmp(a, "versions")) {
+			/* S3: pin object versions (docs/manifests.md) */
+			cf->list_versions = true;
+			continue;
+		}
 		eq = strchr(a, '=');
 		snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
 		rc = conf_takes_value(key);
@@ -119,6 +124,11 @@ static int cmd_create(int argc, char **argv)
 	}
 	log_open("fusefs", false);
 	log_level = LOG_WARNING;	/* stdout is the manifest, stderr the errors */
+	if (cf.list_versions && strncmp(cf.source, "s3://", 5)) {
+		fprintf(stderr, "fusefs: --versions applies to s3:// sources only\n");
+		rc = -EINVAL;
+		goto out;
+	}
 	rc = backend_check_source(cf.source) ? -EINVAL : backend_open(&be, &cf);
 	if (rc)
 		goto out;

@@ -7,6 +7,11 @@
  * RADOS object version, the S3 ETag, or a file's inode, mtime and size.  A read names the version it
  * expects; a backend that finds another one fails the read with -ESTALE
  * instead of returning bytes of a different object.
+ *
+ * An S3 version can also be one object version (a manifest's
+ * "vid:VERSIONID", S3_VID in s3list.h): a versioned bucket keeps its bytes
+ * unchanged until that version is deleted, so reads and re-checks name it
+ * (?versionId=) instead of comparing ETags.
  */
 #ifndef FUSEFS_BACKEND_H
 #define FUSEFS_BACKEND_H
@@ -49,6 +54,14 @@ struct backend_ops {
 	int (*list)(struct backend *be, backend_list_fn fn, void *arg);
 	/* stat() - attributes of one object; -ENOENT if gone */
 	int (*stat)(struct backend *be, const char *key, struct ns_attr *out);
+	/*
+	 * stat_pinned() - attributes of the immutable version @version of
+	 * @key (out->version = @version); -ENOENT if that version is gone,
+	 * -ENOTSUP if @version is not one this backend can name (then
+	 * stat() it).  NULL: the backend has no such versions.
+	 */
+	int (*stat_pinned)(struct backend *be, const char *key,
+			   const char *version, struct ns_attr *out);
 	/* read() - queue an asynchronous read; 0 or -errno (done not called) */
 	int (*read)(struct backend *be, struct backend_read *rd);
 };

@@ -37,6 +37,9 @@ struct fusefs_conf {
 	char *s3_credentials_file;
 	char *s3_ca_file;
 	bool s3_virtual_host;
+	/* S3: list each key's current version as "vid:ID" (not an option:
+	 * set by `fusefs manifest create --versions`) */
+	bool list_versions;
 	uid_t uid;
 	gid_t gid;
 	mode_t umask;

@@ -27,7 +27,9 @@
 
 struct s3_page {
 	bool truncated;			/* IsTruncated */
-	char next_token[1024];		/* NextContinuationToken */
+	char next_token[1024];		/* NextContinuationToken, or
+					 * NextKeyMarker (versions) */
+	char next_vid[1024];		/* NextVersionIdMarker (versions) */
 	unsigned keys;			/* Contents seen */
 	unsigned prefixes;		/* CommonPrefixes seen */
 	bool url_encoded;		/* EncodingType url: Keys were decoded */
@@ -69,6 +71,28 @@ int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
 			       const struct ns_attr *a),
 		     int (*pfn)(void *arg, const char *prefix, size_t plen),
 		     void *arg);
+
+/* the version of an entry of a versions listing: S3_VID "ID" */
+#define S3_VID	"vid:"
+
+/*
+ * s3list_parse_versions() - s3list_parse() of a ListObjectVersions page
+ * (root ListVersionsResult): @fn is called for each <Version> whose
+ * IsLatest is true, with the version "vid:" VersionId (S3_VID), or its
+ * ETag for the VersionId "null" (an object written while versioning was
+ * off: an overwrite replaces that version); older versions and
+ * DeleteMarkers are not entries
+ * (a key whose latest version is a delete marker is not listed).  The
+ * next page starts after NextKeyMarker (in @page->next_token) and
+ * NextVersionIdMarker (@page->next_vid).  Refused besides: a Version
+ * without a VersionId, one that is empty, has control characters or is
+ * over 43 bytes (the version field is 48 with "vid:" and NUL), a "null"
+ * one without a valid ETag, IsTruncated without a NextKeyMarker.
+ */
+int s3list_parse_versions(const char *xml, size_t len, struct s3_page *page,
+			  int (*fn)(void *arg, const char *key, size_t klen,
+				    const struct ns_attr *a),
+			  void *arg);
 
 /*
  * One listing's bounds, across its pages: each continuation token is

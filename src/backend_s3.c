@@ -6,7 +6,9 @@
  * Signing: CURLOPT_AWS_SIGV4; paths and queries are pre-canonicalized by
  * s3sign.c and x-amz-content-sha256 is sent explicitly (curl 7.88 does
  * neither).  Reads are ranged GETs with If-Match: <ETag>, so a replaced
- * object answers 412 (-> -ESTALE) instead of other bytes.  They run on one
+ * object answers 412 (-> -ESTALE) instead of other bytes; a version
+ * pinned as "vid:ID" (backend.h) is read as ?versionId=ID, with no
+ * If-Match (those bytes never change).  They run on one
  * thread driving a curl multi handle (keep-alive, connection reuse, at
  * most max_inflight connections).  Listing and HEAD are synchronous
  * requests made by background threads (re-listing, re-checks of
@@ -73,6 +75,7 @@ struct s3_rd {
 	struct curl_slist *hdrs;
 	size_t got;
 	bool overflow;
+	bool pinned;		/* ?versionId=: no If-Match */
 	char url[URL_MAX];
 	struct s3_rd *next;
 };
@@ -322,18 +325,31 @@ static int sync_get(struct s3_be *s, const char *query, struct body *b,
 	return http_errno(a->code);
 }
 
+/* GET the bucket with the @n parameters @p (a listing page) into @b */
+static int get_page(struct s3_be *s, const struct s3_param *p, size_t n,
+		    struct body *b, struct s3_ans *a)
+{
+	char query[8192];
+	int rc = s3_query_canon(p, n, query, sizeof(query));
+
+	a->code = 0;		/* no answer yet: also on early errors */
+	if (rc < 0)
+		return rc;
+	b->len = 0;
+	b->over = false;
+	return sync_get(s, query, b, a);
+}
+
 /* one ListObjectsV2 page of @prefix after @token ("" for the first),
  * with the delimiter '/' if @delimit */
 static int list_page(struct s3_be *s, const char *prefix, bool delimit,
 		     const char *token, int max_keys, struct body *b,
 		     struct s3_ans *a)
 {
-	char query[8192], mk[16];
 	struct s3_param p[6];
 	size_t n = 0;
-	int rc;
+	char mk[16];
 
-	a->code = 0;		/* no answer yet: also on early errors */
 	snprintf(mk, sizeof(mk), "%d", max_keys);
 	p[n++] = (struct s3_param){ "list-type", "2" };
 	if (delimit)
@@ -345,12 +361,7 @@ static int list_page(struct s3_be *s, const char *prefix, bool delimit,
 		p[n++] = (struct s3_param){ "prefix", prefix };
 	if (token[0])
 		p[n++] = (struct s3_param){ "continuation-token", token };
-	rc = s3_query_canon(p, n, query, sizeof(query));
-	if (rc < 0)
-		return rc;
-	b->len = 0;
-	b->over = false;
-	return sync_get(s, query, b, a);
+	return get_page(s, p, n, b, a);
 }
 
 /* one listing of a prefix (a part of s3_list()): its pages' bounds */
@@ -471,6 +482,91 @@ static int list_key(void *arg, const char *key, size_t len,
 	return c->fn(c->arg, key, len, a);
 }
 
+/* one ListObjectVersions page of @prefix after the markers @key, @vid
+ * ("" for the first page) */
+static int versions_page(struct s3_be *s, const char *prefix,
+			 const char *key, const char *vid, struct body *b,
+			 struct s3_ans *a)
+{
+	struct s3_param p[6];
+	size_t n = 0;
+
+	p[n++] = (struct s3_param){ "versions", "" };
+	p[n++] = (struct s3_param){ "max-keys", "1000" };
+	p[n++] = (struct s3_param){ "encoding-type", "url" };
+	if (prefix[0])
+		p[n++] = (struct s3_param){ "prefix", prefix };
+	if (key[0])
+		p[n++] = (struct s3_param){ "key-marker", key };
+	if (vid[0])
+		p[n++] = (struct s3_param){ "version-id-marker", vid };
+	return get_page(s, p, n, b, a);
+}
+
+struct versions_ctx {
+	struct s3_listing guard;
+	backend_list_fn fn;
+	void *arg;
+};
+
+static int versions_key(void *arg, const char *key, size_t len,
+			const struct ns_attr *a)
+{
+	struct versions_ctx *c = arg;
+	int rc = s3_listing_key(&c->guard, key, len);
+
+	return rc ? rc : c->fn(c->arg, key, len, a);
+}
+
+/*
+ * The current version of every key (cf->list_versions: `fusefs manifest
+ * create --versions`), its VersionId as the version: one stream of
+ * ListObjectVersions pages, each checked whole and the listing bounded
+ * as list_part() does.
+ */
+static int list_versions(struct s3_be *s, backend_list_fn fn, void *arg)
+{
+	struct versions_ctx c = { .fn = fn, .arg = arg };
+	struct s3_page page = { .truncated = true };
+	char key[sizeof(page.next_token)] = "", vid[sizeof(page.next_vid)] = "";
+	struct body b = { 0 };
+	uint64_t t0 = mono_s();
+	struct s3_ans *a = malloc(sizeof(*a));
+	int rc = 0;
+
+	if (!a)
+		return -ENOMEM;
+	s3_listing_init(&c.guard);
+	while (page.truncated) {
+		rc = versions_page(s, s->root, key, vid, &b, a);
+		if (rc) {
+			log_err("listing the versions in bucket '%s' failed on page %" PRIu64 " (HTTP %ld): %s",
+				s->bucket, c.guard.pages + 1, a->code,
+				strerror(-rc));
+			break;
+		}
+		rc = s3list_parse_versions(b.p ? b.p : "", b.len, &page,
+					   versions_key, &c);
+		if (!rc)
+			rc = s3_listing_page(&c.guard, &page, mono_s() - t0);
+		else
+			c.guard.pages++;
+		if (rc) {
+			log_err("listing the versions in bucket '%s' failed on page %" PRIu64 " after %" PRIu64 " keys: %s",
+				s->bucket, c.guard.pages, c.guard.keys,
+				page.error ? page.error : c.guard.error ?
+				c.guard.error : strerror(-rc));
+			break;
+		}
+		memcpy(key, page.next_token, sizeof(key));
+		memcpy(vid, page.next_vid, sizeof(vid));
+	}
+	s3_listing_release(&c.guard);
+	free(b.p);
+	free(a);
+	return rc;
+}
+
 /*
  * The prefix is listed in parts (s3walk.h): the first S3_SPLIT_DEPTH
  * levels with a delimiter, each common prefix by the next free one of
@@ -483,6 +579,8 @@ static int s3_list(struct backend *be, backend_list_fn fn, void *arg)
 	struct list_ctx c = { .fn = fn, .arg = arg };
 	int rc;
 
+	if (s->cf->list_versions)
+		return list_versions(s, fn, arg);
 	rc = s3walk_run(S3_LIST_STREAMS, S3_SPLIT_DEPTH, s->root,
 			strlen(s->root), list_part, s, list_key, &c);
 	log_dbg("listed bucket '%s': %" PRIu64 " keys", s->bucket, c.keys);
@@ -544,9 +642,36 @@ static size_t head_header(char *data, size_t sz, size_t n, void *arg)
 	return len;
 }
 
-static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
+/*
+ * The query "versionId=ID" for a version pinned as "vid:ID" into @out
+ * (@cap bytes); 0, -ENOTSUP for any other version (an ETag), -EINVAL for
+ * an empty ID or "null", -ENAMETOOLONG.
+ */
+static int vid_query(const char *version, char *out, size_t cap)
 {
-	struct s3_be *s = sbe(be);
+	static const char pre[] = "versionId=";
+	const char *id;
+
+	if (strncmp(version, S3_VID, strlen(S3_VID)))
+		return -ENOTSUP;
+	id = version + strlen(S3_VID);
+	/* "null" is the version of a write made while versioning was off,
+	 * which the next such write replaces: it pins nothing */
+	if (!*id || !strcmp(id, "null"))
+		return -EINVAL;
+	if (cap < sizeof(pre))
+		return -ENAMETOOLONG;
+	memcpy(out, pre, sizeof(pre));
+	if (s3_uri_encode(id, strlen(id), false, out + sizeof(pre) - 1,
+			  cap - sizeof(pre) + 1) >= cap - sizeof(pre) + 1)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* HEAD of @key (@query: "" or a version's) into @out */
+static int s3_head(struct s3_be *s, const char *key, const char *query,
+		   struct ns_attr *out)
+{
 	struct head hd = { .bad = NULL };
 	struct s3_sync r;
 	curl_off_t when = -1;
@@ -554,7 +679,7 @@ static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 	CURLcode cc;
 	int rc;
 
-	rc = sync_begin(s, key, "", &r);
+	rc = sync_begin(s, key, query, &r);
 	if (rc)
 		return rc;
 	curl_easy_setopt(r.h, CURLOPT_NOBODY, 1L);
@@ -588,6 +713,25 @@ static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 	return 0;
 }
 
+static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
+{
+	return s3_head(sbe(be), key, "", out);
+}
+
+static int s3_stat_pinned(struct backend *be, const char *key,
+			  const char *version, struct ns_attr *out)
+{
+	char query[256];
+	int rc = vid_query(version, query, sizeof(query));
+
+	if (rc)
+		return rc == -EINVAL ? -ENOTSUP : rc;	/* "null": stat() */
+	rc = s3_head(sbe(be), key, query, out);
+	if (!rc)
+		snprintf(out->version, sizeof(out->version), "%s", version);
+	return rc;
+}
+
 /* ---- asynchronous ranged reads on the multi thread ---- */
 
 static size_t read_write(char *data, size_t sz, size_t n, void *arg)
@@ -613,7 +757,7 @@ static void rd_start(struct s3_be *s, struct s3_rd *r)
 	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64,
 		 rd->off, rd->off + rd->len - 1);
 	r->hdrs = curl_slist_append(r->hdrs, range);
-	if (rd->version[0]) {
+	if (rd->version[0] && !r->pinned) {
 		snprintf(ifm, sizeof(ifm), "If-Match: %s", rd->version);
 		r->hdrs = curl_slist_append(r->hdrs, ifm);
 	}
@@ -700,6 +844,7 @@ static int s3_read(struct backend *be, struct backend_read *rd)
 {
 	static atomic_uint refused;
 	struct s3_be *s = sbe(be);
+	char query[256];
 	struct s3_rd *r;
 	int rc;
 
@@ -715,10 +860,18 @@ static int s3_read(struct backend *be, struct backend_read *rd)
 	if (!r)
 		return -ENOMEM;
 	r->rd = rd;
-	rc = make_url(s, rd->key, "", r->url, sizeof(r->url));
+	rc = vid_query(rd->version, query, sizeof(query));
+	r->pinned = rc == 0;
+	if (rc == -ENOTSUP)
+		query[0] = '\0';
+	if (!rc || rc == -ENOTSUP)
+		rc = make_url(s, rd->key, query, r->url, sizeof(r->url));
+	if (rc == -EINVAL && atomic_fetch_add(&refused, 1) < 5)
+		log_err("S3 read of bucket '%s' refused: the version '%s' names no fixed object version",
+			s->bucket, str_log(rd->version));
 	if (rc) {
 		free(r);
-		return rc;
+		return rc == -EINVAL ? -EIO : rc;
 	}
 	pthread_mutex_lock(&s->lock);
 	r->h = s->nidle ? s->idle[--s->nidle] : curl_easy_init();
@@ -957,5 +1110,6 @@ const struct backend_ops backend_s3_ops = {
 	.close = s3_close,
 	.list = s3_list,
 	.stat = s3_stat,
+	.stat_pinned = s3_stat_pinned,
 	.read = s3_read,
 };

@@ -645,6 +645,30 @@ static struct recheck *next_locked(struct nsmgr *nm, struct checker *c)
 }
 
 /*
+ * A manifest's version of @r that the backend can ask for by itself (an
+ * S3 object version: backend.h), asked for; -ENOTSUP for any other.
+ */
+static int pinned_stat(struct nsmgr *nm, const struct recheck *r,
+		       struct ns_attr *out)
+{
+	char pin[NS_VERSION_MAX] = "";
+	const struct ns_node *n;
+	struct ns_attr known;
+
+	if (!nm->pinned || !nm->be->ops->stat_pinned)
+		return -ENOTSUP;
+	n = ns_get(nsmgr_rdlock(nm), r->ino);
+	if (n && !n->is_dir && !strcmp(ns_key(nm->ns, n), r->key)) {
+		ns_attr_get(nm->ns, n, &known);
+		memcpy(pin, known.version, sizeof(pin));
+	}
+	nsmgr_unlock(nm);
+	if (!pin[0])
+		return -ENOTSUP;
+	return nm->be->ops->stat_pinned(nm->be, r->key, pin, out);
+}
+
+/*
  * Ask the backend about @r and apply the answer to the tree.  *@gone is
  * in: whether the object was gone, out: whether it is.  r->key is
  * immutable, so no lock is needed to read it.
@@ -660,7 +684,9 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 	int rc;
 
 	stat_inc(nm->st, revalidations);
-	rc = nm->be->ops->stat(nm->be, r->key, &fresh);
+	rc = pinned_stat(nm, r, &fresh);
+	if (rc == -ENOTSUP)
+		rc = nm->be->ops->stat(nm->be, r->key, &fresh);
 	now = time(NULL);
 	n = ns_get(nsmgr_rdlock(nm), r->ino);
 	if (!n || n->is_dir || strcmp(ns_key(nm->ns, n), r->key)) {

@@ -114,10 +114,11 @@ static void text_add(struct text *t, const char *s)
 
 enum field {
 	F_NONE, F_OTHER,
-	/* children of the root */
-	F_CONTENTS, F_PREFIXES, F_TRUNCATED, F_TOKEN, F_ENCODING,
-	/* children of Contents (Prefix: of CommonPrefixes) */
-	F_KEY, F_SIZE, F_MTIME, F_ETAG, F_PREFIX,
+	/* children of the root (Version: of ListVersionsResult, with
+	 * NextKeyMarker as F_TOKEN) */
+	F_CONTENTS, F_PREFIXES, F_TRUNCATED, F_TOKEN, F_VTOKEN, F_ENCODING,
+	/* children of Contents or Version (Prefix: of CommonPrefixes) */
+	F_KEY, F_SIZE, F_MTIME, F_ETAG, F_PREFIX, F_VID, F_LATEST,
 };
 
 struct parse {
@@ -127,6 +128,7 @@ struct parse {
 	int (*pfn)(void *arg, const char *prefix, size_t len);
 	void *arg;
 	bool deliver;		/* the second pass: call fn */
+	bool versions;		/* a ListVersionsResult */
 	bool url;		/* keys are URL-encoded (from the first pass) */
 	enum field top, sub;	/* element open at depth 1, at depth 2 */
 	struct text key, small;
@@ -135,31 +137,42 @@ struct parse {
 	struct ns_attr a;
 	bool have_key, have_size;
 	bool have_prefix;	/* the CommonPrefixes being read */
+	bool have_vid, latest;	/* the Version being read */
+	char etag[NS_VERSION_MAX];	/* its ETag ("" if none) */
 };
 
-/* the elements read: children of the root (@top) or of a Contents */
-static enum field field_of(const char *name, bool top)
+/* the elements read: children of the root (@top) or of an entry; @v:
+ * of a ListVersionsResult (a DeleteMarker is not an entry) */
+static enum field field_of(const char *name, bool top, bool v)
 {
+	enum { BOTH, LIST, VERS };
 	static const struct {
 		const char *name;
 		enum field f;
 		bool top;
+		int in;
 	} known[] = {
-		{ "Contents", F_CONTENTS, true },
-		{ "CommonPrefixes", F_PREFIXES, true },
-		{ "IsTruncated", F_TRUNCATED, true },
-		{ "NextContinuationToken", F_TOKEN, true },
-		{ "EncodingType", F_ENCODING, true },
-		{ "Key", F_KEY, false },
-		{ "Size", F_SIZE, false },
-		{ "LastModified", F_MTIME, false },
-		{ "ETag", F_ETAG, false },
-		{ "Prefix", F_PREFIX, false },
+		{ "Contents", F_CONTENTS, true, LIST },
+		{ "Version", F_CONTENTS, true, VERS },
+		{ "CommonPrefixes", F_PREFIXES, true, BOTH },
+		{ "IsTruncated", F_TRUNCATED, true, BOTH },
+		{ "NextContinuationToken", F_TOKEN, true, LIST },
+		{ "NextKeyMarker", F_TOKEN, true, VERS },
+		{ "NextVersionIdMarker", F_VTOKEN, true, VERS },
+		{ "EncodingType", F_ENCODING, true, BOTH },
+		{ "Key", F_KEY, false, BOTH },
+		{ "Size", F_SIZE, false, BOTH },
+		{ "LastModified", F_MTIME, false, BOTH },
+		{ "ETag", F_ETAG, false, BOTH },
+		{ "Prefix", F_PREFIX, false, BOTH },
+		{ "VersionId", F_VID, false, VERS },
+		{ "IsLatest", F_LATEST, false, VERS },
 	};
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(known); i++)
-		if (known[i].top == top && !strcmp(name, known[i].name))
+		if (known[i].top == top && !strcmp(name, known[i].name) &&
+		    (known[i].in == BOTH || (known[i].in == VERS) == v))
 			return known[i].f;
 	return F_OTHER;
 }
@@ -200,7 +213,20 @@ static int end_sub(struct parse *p)
 		/* it goes into If-Match headers: CR/LF would split them */
 		if (t->over || !s3_version_ok(t->p, t->len))
 			return refuse(p, "an ETag with control characters or longer than 47 bytes");
-		memcpy(p->a.version, t->p, t->len + 1);
+		/* of a Version: the version if its ID is "null" */
+		memcpy(p->versions ? p->etag : p->a.version, t->p, t->len + 1);
+		break;
+	case F_VID:
+		/* "vid:" + the ID, kept and sent in URLs %-encoded */
+		if (t->over || !t->len ||
+		    t->len + sizeof(S3_VID) > sizeof(p->a.version) ||
+		    !s3_version_ok(t->p, t->len))
+			return refuse(p, "a VersionId that is empty, has control characters or is longer than 43 bytes");
+		snprintf(p->a.version, sizeof(p->a.version), S3_VID "%s", t->p);
+		p->have_vid = true;
+		break;
+	case F_LATEST:
+		p->latest = !strcmp(t->p, "true");
 		break;
 	default:
 		break;
@@ -219,6 +245,15 @@ static int end_contents(struct parse *p)
 		p->page->keys++;
 	if (!p->have_key || !p->have_size)
 		return refuse(p, "an entry without Key or Size");
+	if (p->versions && !p->have_vid)
+		return refuse(p, "a Version without a VersionId");
+	if (p->versions && !strcmp(p->a.version, S3_VID "null")) {
+		/* written while versioning was off: an overwrite replaces
+		 * it, so it is pinned by its ETag like a plain listing */
+		if (!p->etag[0])
+			return refuse(p, "a Version with the ID null and no ETag");
+		memcpy(p->a.version, p->etag, sizeof(p->a.version));
+	}
 	if (p->url) {
 		klen = s3_url_decode(p->key.p, p->key.len, p->decoded);
 		if (klen < 0)
@@ -228,8 +263,8 @@ static int end_contents(struct parse *p)
 	}
 	if (!klen)		/* S3 keys are never empty */
 		return refuse(p, "an empty Key");
-	if (!p->deliver)
-		return 0;
+	if (!p->deliver || (p->versions && !p->latest))
+		return 0;	/* an older version of the key */
 	rc = p->fn(p->arg, key, (size_t)klen, &p->a);
 	return rc;
 }
@@ -273,8 +308,14 @@ static int end_top(struct parse *p)
 		break;
 	case F_TOKEN:
 		if (t->over || !t->len || t->len >= sizeof(p->page->next_token))
-			return refuse(p, "a NextContinuationToken that is empty or longer than 1023 bytes");
+			return refuse(p, p->versions ? "a NextKeyMarker that is empty or longer than 1023 bytes" :
+				      "a NextContinuationToken that is empty or longer than 1023 bytes");
 		memcpy(p->page->next_token, t->p, t->len + 1);
+		break;
+	case F_VTOKEN:
+		if (t->over || t->len >= sizeof(p->page->next_vid))
+			return refuse(p, "a NextVersionIdMarker longer than 1023 bytes");
+		memcpy(p->page->next_vid, t->p, t->len + 1);
 		break;
 	case F_ENCODING:
 		p->page->url_encoded = !strcmp(t->p, "url");
@@ -292,22 +333,26 @@ static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
 	if (!name)
 		return refuse(p, "out of memory");
 	if (depth == 0) {
-		if (strcmp(name, "ListBucketResult"))
-			return refuse(p, "not a ListBucketResult");
+		if (strcmp(name, p->versions ? "ListVersionsResult" :
+			   "ListBucketResult"))
+			return refuse(p, p->versions ? "not a ListVersionsResult" :
+				      "not a ListBucketResult");
 		return 0;
 	}
 	if (depth == 1) {
-		p->top = field_of(name, true);
+		p->top = field_of(name, true, p->versions);
 		p->sub = F_NONE;
 		text_reset(&p->small);
 		if (p->top == F_CONTENTS || p->top == F_PREFIXES) {
 			memset(&p->a, 0, sizeof(p->a));
 			p->have_key = p->have_size = p->have_prefix = false;
+			p->have_vid = p->latest = false;
+			p->etag[0] = '\0';
 			text_reset(&p->key);
 		}
 	} else if (depth == 2 && (p->top == F_CONTENTS ||
 				  p->top == F_PREFIXES)) {
-		p->sub = field_of(name, false);
+		p->sub = field_of(name, false, p->versions);
 		/* a Prefix only counts inside CommonPrefixes, a Key and the
 		 * rest only inside Contents */
 		if ((p->sub == F_PREFIX) != (p->top == F_PREFIXES))
@@ -404,13 +449,9 @@ int s3list_parse(const char *xml, size_t len, struct s3_page *page,
 	return s3list_parse_dir(xml, len, page, fn, NULL, arg);
 }
 
-int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
-		     int (*fn)(void *arg, const char *key, size_t klen,
-			       const struct ns_attr *a),
-		     int (*pfn)(void *arg, const char *prefix, size_t plen),
-		     void *arg)
+static int parse_page(const char *xml, size_t len, struct s3_page *page,
+		      struct parse p)
 {
-	struct parse p = { .page = page, .fn = fn, .pfn = pfn, .arg = arg };
 	char *bufs;
 	int rc;
 
@@ -430,7 +471,8 @@ int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
 	 * may follow the keys), then the entries are handed on */
 	rc = one_pass(xml, len, &p);
 	if (!rc && page->truncated && !page->next_token[0])
-		rc = refuse(&p, "IsTruncated without a NextContinuationToken");
+		rc = refuse(&p, p.versions ? "IsTruncated without a NextKeyMarker" :
+			    "IsTruncated without a NextContinuationToken");
 	if (!rc) {
 		p.deliver = true;
 		p.url = page->url_encoded;
@@ -438,6 +480,25 @@ int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
 	}
 	free(bufs);
 	return rc;
+}
+
+int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
+		     int (*fn)(void *arg, const char *key, size_t klen,
+			       const struct ns_attr *a),
+		     int (*pfn)(void *arg, const char *prefix, size_t plen),
+		     void *arg)
+{
+	return parse_page(xml, len, page, (struct parse){ .page = page,
+			  .fn = fn, .pfn = pfn, .arg = arg });
+}
+
+int s3list_parse_versions(const char *xml, size_t len, struct s3_page *page,
+			  int (*fn)(void *arg, const char *key, size_t klen,
+				    const struct ns_attr *a),
+			  void *arg)
+{
+	return parse_page(xml, len, page, (struct parse){ .page = page,
+			  .fn = fn, .arg = arg, .versions = true });
 }
 
 /* ---- one listing: the bounds over all its pages ---- */
@@ -539,7 +600,11 @@ int s3_listing_page(struct s3_listing *l, const struct s3_page *page,
 		return stop(l, -ELOOP, "more pages than a listing may have");
 	if (l->empty >= l->max_empty)
 		return stop(l, -ELOOP, "too many pages in a row without a key");
-	rc = token_add(l, hash64(page->next_token, strlen(page->next_token), 0));
+	/* a versions listing goes on after a key and a version ID: a key
+	 * marker may come back with another version marker */
+	rc = token_add(l, hash64(page->next_token, strlen(page->next_token),
+				 hash64(page->next_vid, strlen(page->next_vid),
+					0)));
 	if (rc == -EEXIST)
 		return stop(l, -ELOOP, "a continuation token came back (the listing would never end)");
 	return rc;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_s3list.c - one ListObjectsV2 result page (s3list_parse_dir(): keys
- * and common prefixes), as a
- * hostile or broken S3 endpoint could send it, and s3_parse_time() on
- * the input's first bytes.
+ * and common prefixes), the same bytes as a ListObjectVersions page
+ * (s3list_parse_versions()), as a hostile or broken S3 endpoint could
+ * send them, and s3_parse_time() on the input's first bytes.
  *
  * Invariants (include/s3list.h):
  *  - the result is 0, -EBADMSG or what the callback returned, and the
@@ -18,6 +18,8 @@
  *    counts at least those;
  *  - page->keys counts at least the entries passed on, next_token is
  *    terminated, and a successful truncated page has a token;
+ *  - a versions page passes on versions "vid:" + a non-empty ID other
+ *    than "null" (or an ETag), and its markers are terminated;
  *  - no external entity or DTD is ever fetched (the entity loader
  *    aborts).
  */
@@ -33,6 +35,7 @@
 struct seen {
 	unsigned n, prefixes;
 	bool stopped;
+	bool versions;		/* entries must be "vid:" versions */
 };
 
 static int on_prefix(void *arg, const char *pre, size_t len)
@@ -64,6 +67,11 @@ static int on_entry(void *arg, const char *key, size_t klen,
 	for (v = a->version; *v; v++)
 		FUZZ_CHECK((unsigned char)*v >= 0x20 && *v != 0x7f,
 			   "control character %#x in the version", *v);
+	/* a version ID, never "null" (that one is pinned by its ETag) */
+	FUZZ_CHECK(!s->versions || strncmp(a->version, S3_VID, strlen(S3_VID)) ||
+		   (a->version[strlen(S3_VID)] &&
+		    strcmp(a->version + strlen(S3_VID), "null")),
+		   "versions: version '%s'", a->version);
 	s->n++;
 	if (!strncmp(key, "STOP", 4)) {
 		s->stopped = true;
@@ -109,6 +117,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   "token not terminated");
 	if (rc == 0 && page.truncated)
 		FUZZ_CHECK(page.next_token[0], "truncated page without token");
+
+	/* the same bytes as a ListObjectVersions page: entries are current
+	 * versions named "vid:ID" */
+	memset(&s, 0, sizeof(s));
+	s.versions = true;
+	rc = s3list_parse_versions((const char *)data, size, &page, on_entry,
+				   &s);
+	FUZZ_CHECK(rc == 0 || rc == -EBADMSG || (rc == STOP_RC && s.stopped),
+		   "versions: rc %d", rc);
+	FUZZ_CHECK(page.keys >= s.n, "versions: %u entries passed on, %u counted",
+		   s.n, page.keys);
+	FUZZ_CHECK(memchr(page.next_token, '\0', sizeof(page.next_token)) &&
+		   memchr(page.next_vid, '\0', sizeof(page.next_vid)),
+		   "versions: a marker not terminated");
+	if (rc == 0 && page.truncated)
+		FUZZ_CHECK(page.next_token[0], "versions: truncated page without a key marker");
 
 	head = fuzz_strndup(data, size < 64 ? size : 64);
 	if (s3_parse_time(head, &when) == 0)

@@ -1,12 +1,14 @@
 """Manifests and snapshots on the real cluster: a manifest written by
 `fusefs manifest create` from a pool and a bucket, stored as an object and
 mounted from its rados:// or s3:// URL without any listing; pinned versions
-(a RADOS object version, an S3 ETag) never served changed; `--snap` reads a
+(a RADOS object version, an S3 ETag) never served changed, an S3 version
+ID (`manifest create --versions`) read as that version; `--snap` reads a
 pool snapshot while the live object changes; a remount sees a new object
 without --list-refresh."""
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -94,3 +96,92 @@ def test_remount_sees_new_object(mounter, store):
     r = run_fusefs("refresh", m.mnt, "--wait", "--timeout", "60")
     assert r.returncode == 0, r
     assert open(m.path("third"), "rb").read() == b"3"
+
+
+VBUCKET = "fusefs-versioned"
+
+
+class VersionedBucket:
+    """a second bucket, with S3 versioning on, mounted like a Store"""
+    kind = "s3"
+
+    def __init__(self, s3store):
+        self.s3, self.env, self.ceph = s3store.s3, s3store.env, s3store.ceph
+        try:
+            self.s3.create_bucket(Bucket=VBUCKET)
+        except self.s3.exceptions.BucketAlreadyOwnedByYou:
+            pass
+        self.s3.put_bucket_versioning(Bucket=VBUCKET,
+                                      VersioningConfiguration={"Status": "Enabled"})
+
+    def put(self, key, data):
+        return self.s3.put_object(Bucket=VBUCKET, Key=key, Body=data)["VersionId"]
+
+    def source(self, prefix):
+        return f"s3://{VBUCKET}/{prefix}"
+
+    def args(self):
+        return ["--endpoint", self.ceph.s3_endpoint]
+
+
+def test_s3_version_id_pins_the_old_bytes(mounter, s3store, tmp_path):
+    """a manifest entry pinned to an S3 object version (vid:ID) is read as
+    that version after the object was overwritten, re-checks keep it
+    quietly, and once that version is deleted the file is gone"""
+    vb = VersionedBucket(s3store)
+    pre = "vid"
+    v1 = os.urandom(5 * MiB + 3)
+    vb.put(f"{pre}/x.bin", b"an older version")
+    id1 = vb.put(f"{pre}/x.bin", v1)
+    idy = vb.put(f"{pre}/y.txt", b"to be deleted")
+    vb.put(f"{pre}/gone.txt", b"deleted before the manifest")
+    vb.s3.delete_object(Bucket=VBUCKET, Key=f"{pre}/gone.txt")     # a delete marker
+    r = run_fusefs("manifest", "create", vb.source(pre), "--versions", *vb.args(),
+                   env=vb.env)
+    assert r.returncode == 0, r.stderr
+    lines = sorted(r.stdout.splitlines()[2:])
+    assert lines == [f"x.bin\t{len(v1)}\tvid:{id1}", f"y.txt\t13\tvid:{idy}"], r.stdout
+    plain = run_fusefs("manifest", "create", f"rados://{POOL}/{pre}", "--versions",
+                       env=vb.env)
+    assert plain.returncode != 0 and "s3:// sources only" in plain.stderr
+    # a bucket without versioning: its objects' version ID is "null", which
+    # an overwrite replaces: they are pinned by their ETags instead
+    s3store.put(f"{pre}-unversioned/p.txt", b"plain")
+    r2 = run_fusefs("manifest", "create", s3store.source(f"{pre}-unversioned"),
+                    "--versions", *s3store.args(), env=s3store.env)
+    assert r2.returncode == 0, r2.stderr
+    entry = r2.stdout.splitlines()[2].split("\t")
+    assert entry[:2] == ["p.txt", "5"] and entry[2].startswith('"'), r2.stdout
+    vb.put(f"{pre}/x.bin", b"the newest version")
+    man = tmp_path / "versions.manifest"
+    man.write_text(r.stdout + "z.txt\t3\tvid:no-such-version\n")
+    m = mounter(pre, "--manifest", str(man), "--revalidate", "1", store=vb)
+    with open(m.path("x.bin"), "rb") as f:
+        assert f.read() == v1
+    assert open(m.path("y.txt"), "rb").read() == b"to be deleted"
+    with pytest.raises(OSError):
+        open(m.path("z.txt"), "rb").read()
+    time.sleep(1.5)                       # older than --revalidate: re-checked
+    before = m.stats()["revalidations"]
+    for _ in range(3):
+        os.stat(m.path("x.bin"))
+        with open(m.path("x.bin"), "rb") as f:
+            assert f.read(4096) == v1[:4096]
+        time.sleep(1.1)
+    assert m.stats()["revalidations"] > before    # x.bin asked for by its version
+    assert "changed since the manifest" not in m.log(), m.log()
+    vb.s3.delete_object(Bucket=VBUCKET, Key=f"{pre}/y.txt", VersionId=idy)
+
+    def gone():
+        try:
+            open(m.path("y.txt"), "rb").close()
+            return False
+        except FileNotFoundError:
+            return True
+    assert wait_for(gone, timeout=30), m.log()
+    # a fresh cache: nothing cached, x.bin is still its first version
+    m.umount()
+    m = mounter(pre, "--manifest", str(man), store=vb, cache=str(tmp_path / "c2"))
+    with open(m.path("x.bin"), "rb") as f:
+        assert f.read() == v1
+    assert m.stats()["listings"] == 0

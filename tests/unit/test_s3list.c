@@ -443,6 +443,125 @@ static void test_key_order_and_count(void)
 	s3_listing_release(&l);
 }
 
+/* ---- ListObjectVersions ---- */
+
+static const char vpage[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+	"<ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+	"<Name>b</Name><Prefix>p/</Prefix><KeyMarker></KeyMarker>"
+	"<VersionIdMarker></VersionIdMarker><MaxKeys>1000</MaxKeys>"
+	"<IsTruncated>true</IsTruncated><EncodingType>url</EncodingType>"
+	"<NextKeyMarker>p/c</NextKeyMarker>"
+	"<NextVersionIdMarker>3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY</NextVersionIdMarker>"
+	"<Version><Key>p/a%20b</Key><VersionId>v2.a</VersionId><IsLatest>true</IsLatest>"
+	"<LastModified>2024-01-02T03:04:05.000Z</LastModified>"
+	"<ETag>&quot;e2&quot;</ETag><Size>7</Size></Version>"
+	"<Version><Key>p/a%20b</Key><VersionId>v1.a</VersionId><IsLatest>false</IsLatest>"
+	"<ETag>&quot;e1&quot;</ETag><Size>5</Size></Version>"
+	"<DeleteMarker><Key>p/b</Key><VersionId>d1</VersionId><IsLatest>true</IsLatest>"
+	"</DeleteMarker>"
+	"<Version><Key>p/b</Key><VersionId>v1.b</VersionId><IsLatest>false</IsLatest>"
+	"<Size>1</Size></Version>"
+	"<Version><Key>p/c</Key><VersionId>null</VersionId><IsLatest>true</IsLatest>"
+	"<ETag>&quot;e0&quot;</ETag><Size>0</Size></Version>"
+	"</ListVersionsResult>";
+
+/* the current version of each key, as "vid:ID" (its ETag for the ID
+ * "null", which an overwrite replaces); older versions and keys whose
+ * current version is a delete marker are left out */
+static void test_versions_parse(void)
+{
+	struct s3_page pg;
+	struct seen s = { 0 };
+
+	CHECK_INT(s3list_parse_versions(vpage, strlen(vpage), &pg, collect, &s), ==, 0);
+	CHECK_INT(s.n, ==, 2);
+	CHECK_STR(s.keys[0], "p/a b");
+	CHECK_STR(s.a[0].version, "vid:v2.a");
+	CHECK_INT(s.a[0].size, ==, 7);
+	CHECK_INT(s.a[0].mtime, ==, 1704164645);
+	CHECK_STR(s.keys[1], "p/c");
+	CHECK_STR(s.a[1].version, "\"e0\"");	/* "null": pinned by its ETag */
+	CHECK(pg.truncated);
+	CHECK_STR(pg.next_token, "p/c");
+	CHECK_STR(pg.next_vid, "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY");
+	/* each parser takes its own root only */
+	memset(&s, 0, sizeof(s));
+	CHECK_INT(s3list_parse(vpage, strlen(vpage), &pg, collect, &s), ==, -EBADMSG);
+	CHECK(pg.error && strstr(pg.error, "ListBucketResult"));
+	CHECK_INT(s3list_parse_versions(page1, strlen(page1), &pg, collect, &s), ==, -EBADMSG);
+	CHECK(pg.error && strstr(pg.error, "ListVersionsResult"));
+	CHECK_INT(s.n, ==, 0);
+}
+
+static void test_versions_malformed(void)
+{
+	static const char *const bad[] = {
+		/* no VersionId */
+		"<ListVersionsResult><Version><Key>k</Key><IsLatest>true</IsLatest>"
+		"<Size>1</Size></Version></ListVersionsResult>",
+		/* an empty one */
+		"<ListVersionsResult><Version><Key>k</Key><VersionId></VersionId>"
+		"<IsLatest>true</IsLatest><Size>1</Size></Version></ListVersionsResult>",
+		/* 44 bytes: "vid:" and NUL do not fit 48 */
+		"<ListVersionsResult><Version><Key>k</Key>"
+		"<VersionId>01234567890123456789012345678901234567890123</VersionId>"
+		"<IsLatest>true</IsLatest><Size>1</Size></Version></ListVersionsResult>",
+		/* a control character */
+		"<ListVersionsResult><Version><Key>k</Key><VersionId>a&#10;b</VersionId>"
+		"<IsLatest>true</IsLatest><Size>1</Size></Version></ListVersionsResult>",
+		/* truncated without a key marker */
+		"<ListVersionsResult><IsTruncated>true</IsTruncated>"
+		"<NextVersionIdMarker>x</NextVersionIdMarker></ListVersionsResult>",
+		/* "null" (written while versioning was off) without an ETag */
+		"<ListVersionsResult><Version><Key>k</Key><VersionId>null</VersionId>"
+		"<IsLatest>true</IsLatest><Size>1</Size></Version></ListVersionsResult>",
+		/* Contents is not an entry here: it has no VersionId either */
+		"<ListVersionsResult><Version><Key>k</Key><Size>1</Size></Version>"
+		"</ListVersionsResult>",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct s3_page pg;
+		struct seen s = { 0 };
+
+		CHECK_INT(s3list_parse_versions(bad[i], strlen(bad[i]), &pg, collect, &s),
+			  ==, -EBADMSG);
+		CHECK(pg.error != NULL);
+		CHECK_INT(s.n, ==, 0);
+	}
+	{	/* 43 bytes fit */
+		static const char ok[] =
+			"<ListVersionsResult><Version><Key>k</Key>"
+			"<VersionId>0123456789012345678901234567890123456789012</VersionId>"
+			"<IsLatest>true</IsLatest><Size>1</Size></Version></ListVersionsResult>";
+		struct s3_page pg;
+		struct seen s = { 0 };
+
+		CHECK_INT(s3list_parse_versions(ok, strlen(ok), &pg, collect, &s), ==, 0);
+		CHECK_INT(s.n, ==, 1);
+		CHECK_INT(strlen(s.a[0].version), ==, 47);
+	}
+}
+
+/* one key marker with another version marker is a new page */
+static void test_versions_markers(void)
+{
+	struct s3_listing l;
+	struct s3_page a = { .truncated = true, .keys = 1 }, b;
+
+	strcpy(a.next_token, "k");
+	strcpy(a.next_vid, "v1");
+	b = a;
+	strcpy(b.next_vid, "v2");
+	s3_listing_init(&l);
+	CHECK_INT(s3_listing_page(&l, &a, 0), ==, 0);
+	CHECK_INT(s3_listing_page(&l, &b, 0), ==, 0);
+	CHECK_INT(s3_listing_page(&l, &a, 0), ==, -ELOOP);
+	s3_listing_release(&l);
+}
+
 int main(void)
 {
 	runner_name = "test_s3list";
@@ -458,5 +577,8 @@ int main(void)
 	TEST(test_key_order_and_count);
 	TEST(test_common_prefixes);
 	TEST(test_prefix_pages_are_not_empty);
+	TEST(test_versions_parse);
+	TEST(test_versions_malformed);
+	TEST(test_versions_markers);
 	return runner_done();
 }
