@@ -10,9 +10,15 @@
  *
  * Order, most needed first:
  *   1. files an open waits for (verifier_wait_file(): passthrough opens);
- *   2. files opened on the daemon path (verifier_note_open());
+ *   2. files of more than one chunk opened on the daemon path
+ *      (verifier_note_open(); the reader of a one-chunk file checks it
+ *      itself at its first read);
  *   3. the next files of the active epoch lists (lists_window());
  *   4. every other file with unverified chunks, hottest first.
+ * Level 3 and 4 wait while the daemon path is busy (passthrough not in
+ * use and a file opened within the last second): there the verifier's
+ * O_DIRECT reads of files nobody opened would only double the readers'
+ * own reads and hashing.
  * A chunk a reader is verifying itself (cache_verify_chunk()) is skipped:
  * one read per chunk.  Complete files are read through the page cache
  * once passthrough is in use (the kernel reads them next, from the same
@@ -57,8 +63,9 @@ void verifier_stop(struct verifier *v);
  * (stopping, out of memory).
  */
 int verifier_wait_file(struct verifier *v, struct centry *ce);
-/* verifier_note_open() - @ce was opened: verify it before files nobody
- * opened (no wait) */
+/* verifier_note_open() - @ce was opened on the daemon path: verify it
+ * (if it has more than one chunk) before files nobody opened, and hold
+ * those back for a second (no wait) */
 void verifier_note_open(struct verifier *v, struct centry *ce);
 /* verifier_set_passthrough() - complete files are read by the kernel:
  * verify them through the page cache it will read from */

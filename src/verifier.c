@@ -22,6 +22,8 @@
 #define IDLE_MS			60000	/* nothing left: only wakes matter */
 #define LIST_LOOK		32	/* list files looked at per pick */
 #define QUEUE_MAX		4096	/* opened files queued at most */
+#define QUIET_MS		1000	/* daemon path: no open for this long
+					 * before files nobody opened */
 
 /* levels of the picker, most needed first */
 enum { LV_WAITED, LV_OPENED, LV_BACKGROUND, LV_N };
@@ -49,6 +51,7 @@ struct verifier {
 	unsigned depth;
 	struct bgthread *bg;
 	atomic_bool passthrough;
+	atomic_int_fast64_t last_open_ms;	/* a daemon-path open */
 
 	/* the verifier thread's own */
 	bool uring;		/* else synchronous preads */
@@ -63,6 +66,7 @@ struct verifier {
 	uint64_t *heat;		/* files by heat, taken at the first pick */
 	size_t nheat, heat_at;
 	bool heat_taken, done_logged;
+	bool deferred;		/* the background level waits for quiet */
 	struct timespec t0;
 
 	/* under lock (a leaf) */
@@ -163,6 +167,29 @@ static struct centry *pick_background(struct verifier *v)
 	return NULL;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Files nobody opened, verified now?  With passthrough, yes: they are
+ * read through the page cache, which the kernel reads next.  On the
+ * daemon path those reads are O_DIRECT and their bytes are not kept, so
+ * while readers open files they only double the disk reads and hashing
+ * (a reader verifies a chunk itself at its first read, single flight):
+ * wait until no file was opened for QUIET_MS.
+ */
+static bool background_now(struct verifier *v, bool pt)
+{
+	v->deferred = !pt && mono_ms() - atomic_load(&v->last_open_ms) <
+			     QUIET_MS;
+	return !v->deferred;
+}
+
 /* the next chunk to read, most needed first: 1 and *@vr, *@lvp, or 0 */
 static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 {
@@ -170,6 +197,8 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 	int lv, rc;
 
 	for (lv = 0; lv < LV_N; lv++) {
+		if (lv == LV_BACKGROUND && !background_now(v, pt))
+			break;
 		for (;;) {
 			struct centry *ce = v->cur[lv];
 
@@ -398,7 +427,8 @@ static int64_t verify_tick(void *arg)
 			 (double)(t1.tv_sec - v->t0.tv_sec) +
 			 (t1.tv_nsec - v->t0.tv_nsec) / 1e9);
 	}
-	return BG_PERIOD;
+	/* opens and waits wake the thread; quiet does not */
+	return v->deferred ? QUIET_MS : BG_PERIOD;
 }
 
 int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
@@ -498,7 +528,15 @@ int verifier_wait_file(struct verifier *v, struct centry *ce)
 
 void verifier_note_open(struct verifier *v, struct centry *ce)
 {
-	if (v && cache_unverified(v->c, ce))
+	struct cache_ident ci;
+
+	if (!v)
+		return;
+	atomic_store(&v->last_open_ms, mono_ms());
+	cache_ident(ce, &ci);
+	/* one chunk: its reader checks it at once, on its own worker,
+	 * where this one thread would queue the readers of many files */
+	if (ci.nchunks > 1 && cache_unverified(v->c, ce))
 		push(v, LV_OPENED, ce, NULL);
 }
 

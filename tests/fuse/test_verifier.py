@@ -269,3 +269,37 @@ def test_unmount_while_verifying_keeps_every_chunk(mounter, src, tmp_path):
         assert read_uncached(m.path(name)) == d, name
     assert m.stats()["bytes_from_backend"] == 0
 
+
+
+def test_daemon_path_verifier_waits_while_files_are_opened(mounter, src, tmp_path):
+    """on the daemon path the verifier leaves files nobody opened alone
+    while readers open files (its O_DIRECT reads would only double
+    theirs), and one-chunk files are checked by their readers; once no
+    file was opened for a second, it verifies the rest"""
+    files = {"s%02d" % i: rnd(CHUNK - i, 60 + i) for i in range(60)}
+    put(src, files)
+    cache = str(tmp_path / "cache")
+    args = ("--passthrough", "off", "--verify-depth", "1")
+    m = mounter(*args, cache=cache)
+    warm_all(m, files)
+    m.umount()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("1")                   # the verifier reads from disk
+    m = mounter(*args, cache=cache)
+    read = ["s57", "s58", "s59"]       # the coldest: verified last
+    assert read_uncached(m.path(read[0])) == files[read[0]]
+    s0 = m.stats()
+    # 240 MiB, one chunk at a time, cannot be verified before the first
+    # open; from then on the verifier finishes the read it has in flight
+    assert s0["cache_chunks_unverified"] > 10, s0
+    t_end = time.time() + 2.5
+    while time.time() < t_end:         # an open every ~20 ms
+        for name in read:
+            assert read_uncached(m.path(name)) == files[name]
+            time.sleep(0.01)
+    s1 = m.stats()
+    assert s1["verifier_chunks"] - s0["verifier_chunks"] <= 1, (s0, s1)
+    assert s1["cache_chunks_unverified"] >= s0["cache_chunks_unverified"] - 3, (s0, s1)
+    assert wait_for(lambda: all_verified(m), timeout=30), m.stats()
+    s = m.stats()
+    assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
