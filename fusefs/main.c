@@ -60,7 +60,7 @@ static void usage(FILE *f)
 		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"
 		"       fusefs warm MOUNTPOINT --from hot.tsv\n"
 		"       fusefs refresh MOUNTPOINT [--wait [--timeout SECONDS]]\n"
-		"       fusefs manifest create SOURCE [OPTIONS] > FILE | fusefs manifest diff A B\n"
+		"       fusefs manifest create SOURCE [--versions] [OPTIONS] > FILE | fusefs manifest diff A B\n"
 		"       fusefs --version\n"
 		"SOURCE is rados://POOL[/PREFIX], s3://BUCKET[/PREFIX] (with --endpoint) or file:///DIR.\n"
 		"Options:\n"

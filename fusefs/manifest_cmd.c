@@ -79,12 +79,12 @@ static int parse_source_args(struct fusefs_conf *cf, int argc, char **argv)
 				return -ENOMEM;
 			continue;
 		}
-		a += 2;
-		if (!strcmp(a, "versions")) {
+		if (!strcmp(a, "--versions")) {
 			/* S3: pin object versions (docs/manifests.md) */
 			cf->list_versions = true;
 			continue;
 		}
+		a += 2;
 		eq = strchr(a, '=');
 		snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
 		rc = conf_takes_value(key);

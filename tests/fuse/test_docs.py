@@ -41,6 +41,7 @@ FOREIGN = {
     "root": "systemd-analyze verify", "man": "systemd-analyze verify",
     "user": "systemctl", "purge": "tests/ceph/cluster.sh", "rgw": "tests/ceph/cluster.sh",
     "pool": "tests/ceph/cluster.sh", "mem-bytes": "tests/ceph/cluster.sh",
+    "bucket": "aws s3api", "versioning-configuration": "aws s3api",
     "endpoint-url": "aws cli", "no-sign-request": "aws cli", "recursive": "aws / s3cmd",
     "fd-passing-socket-path": "meta-fuse-csi-plugin fuse-starter",
     "security-opt": "docker", "device": "docker", "cap-add": "docker",
