@@ -27,9 +27,9 @@
 
 struct s3_page {
 	bool truncated;			/* IsTruncated */
-	char next_token[1024];		/* NextContinuationToken, or
-					 * NextKeyMarker (versions) */
-	char next_vid[1024];		/* NextVersionIdMarker (versions) */
+	char next_token[1024];		/* NextContinuationToken, or the
+					 * last key (versions) */
+	char next_vid[1024];		/* the last VersionId (versions) */
 	unsigned keys;			/* Contents seen */
 	unsigned prefixes;		/* CommonPrefixes seen */
 	bool url_encoded;		/* EncodingType url: Keys were decoded */
@@ -82,12 +82,16 @@ int s3list_parse_dir(const char *xml, size_t len, struct s3_page *page,
  * ETag for the VersionId "null" (an object written while versioning was
  * off: an overwrite replaces that version); older versions and
  * DeleteMarkers are not entries
- * (a key whose latest version is a delete marker is not listed).  The
- * next page starts after NextKeyMarker (in @page->next_token) and
- * NextVersionIdMarker (@page->next_vid).  Refused besides: a Version
+ * (a key whose latest version is a delete marker is not listed), but
+ * both count in @page->keys.  The next page starts after the last
+ * Version or DeleteMarker: its decoded key in @page->next_token, its
+ * VersionId in @page->next_vid (NextKeyMarker is not used: AWS encodes
+ * it under encoding-type=url, RGW does not).  Refused besides: a Version
  * without a VersionId, one that is empty, has control characters or is
  * over 43 bytes (the version field is 48 with "vid:" and NUL), a "null"
- * one without a valid ETag, IsTruncated without a NextKeyMarker.
+ * one without a valid ETag, a DeleteMarker without Key or VersionId, a
+ * last key of over 1023 bytes or with a NUL (it cannot be sent back),
+ * IsTruncated on a page without an entry.
  */
 int s3list_parse_versions(const char *xml, size_t len, struct s3_page *page,
 			  int (*fn)(void *arg, const char *key, size_t klen,
@@ -136,6 +140,9 @@ int s3_parse_size(const char *t, size_t len, uint64_t *out);
 /* s3_version_ok() - @len bytes usable as a version (and in If-Match):
  * 1..NS_VERSION_MAX-1 bytes, no control character */
 bool s3_version_ok(const char *t, size_t len);
+/* s3_etag_ok() - s3_version_ok(), and not S3_VID...: an ETag from a
+ * listing or a HEAD that would read as a pinned version ID is refused */
+bool s3_etag_ok(const char *t, size_t len);
 /* s3_url_decode() - %XX and '+' (a space) of @len bytes at @in into
  * @out (at least @len bytes); the decoded length or -EINVAL */
 ssize_t s3_url_decode(const char *in, size_t len, char *out);

@@ -55,6 +55,23 @@ static void version_str(const struct rados_be *r, char *out, uint64_t v)
 		snprintf(out, NS_VERSION_MAX, "%" PRIu64, v);
 }
 
+/*
+ * @v is a version this pool can have: the snapshot's on a --snap mount,
+ * else decimal digits.  Any other (a manifest's S3 ETag or version ID,
+ * or another snapshot's) names other bytes: the read is refused as
+ * -ESTALE, never served unasserted.
+ */
+static bool version_ours(const struct rados_be *r, const char *v)
+{
+	char snap[NS_VERSION_MAX];
+
+	if (r->snapped) {
+		version_str(r, snap, 0);
+		return !strcmp(v, snap);
+	}
+	return *v && strspn(v, "0123456789") == strlen(v);
+}
+
 /* --snap NAME: every read of the ioctx sees the pool snapshot */
 static int set_snap(struct rados_be *r, const char *name)
 {
@@ -368,6 +385,10 @@ static int rbe_read(struct backend *be, struct backend_read *rd)
 
 	if (!p)
 		return -ENOMEM;
+	if (rd->version[0] && !version_ours(r, rd->version)) {
+		free(p);
+		return -ESTALE;
+	}
 	p->op = rados_create_read_op();
 	if (!p->op) {
 		free(p);

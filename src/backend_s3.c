@@ -76,6 +76,7 @@ struct s3_rd {
 	size_t got;
 	bool overflow;
 	bool pinned;		/* ?versionId=: no If-Match */
+	char vid[NS_VERSION_MAX];	/* x-amz-version-id of the answer */
 	char url[URL_MAX];
 	struct s3_rd *next;
 };
@@ -592,8 +593,49 @@ struct head {
 	char etag[NS_VERSION_MAX];
 	uint64_t size;
 	bool have_size;
+	char vid[NS_VERSION_MAX];	/* x-amz-version-id ("": none) */
 	const char *bad;	/* why the answer is refused, or NULL */
 };
+
+/* @data (@len bytes) is header @name: its value, blanks trimmed */
+static bool header_value(const char *data, size_t len, const char *name,
+			 const char **v, size_t *vl);
+
+/* an x-amz-version-id header into @out (cut: no ID matches then) */
+static void version_id_header(char *data, size_t len, char *out, size_t cap)
+{
+	const char *v;
+	size_t vl;
+
+	if (header_value(data, len, "x-amz-version-id", &v, &vl))
+		snprintf(out, cap, "%.*s", (int)(vl < cap ? vl : cap - 1), v);
+}
+
+/*
+ * An answer to a request for version "vid:ID": was it that version?  An
+ * endpoint that ignores ?versionId= (no versioning, a mirror) answers
+ * with the current object, which must not be taken for the pinned one.
+ */
+static int version_answered(const struct s3_be *s, const char *version,
+			    const char *got)
+{
+	static atomic_uint logged;
+
+	if (!strcmp(got, version + strlen(S3_VID)))
+		return 0;
+	if (atomic_fetch_add(&logged, 1) < 5)
+		log_err("S3 bucket '%s' answered a request for version '%s' with version '%s': not that version, not served",
+			s->bucket, str_log(version + strlen(S3_VID)),
+			got[0] ? str_log(got) : "(none)");
+	return -EIO;
+}
+
+/* a request for one version: 400 (a malformed ID) and 405 (a delete
+ * marker) say it is not there */
+static int pinned_errno(long code)
+{
+	return code == 400 || code == 405 ? -ENOENT : http_errno(code);
+}
 
 /* @data (@len bytes) is header @name: its value, blanks trimmed */
 static bool header_value(const char *data, size_t len, const char *name,
@@ -622,8 +664,8 @@ static size_t head_header(char *data, size_t sz, size_t n, void *arg)
 
 	if (header_value(data, len, "etag", &v, &vl)) {
 		/* it goes into If-Match headers: CR/LF would split them */
-		if (!s3_version_ok(v, vl)) {
-			h->bad = "an ETag with control characters, empty or longer than 47 bytes";
+		if (!s3_etag_ok(v, vl)) {
+			h->bad = "an ETag with control characters, empty, longer than 47 bytes or starting with \"" S3_VID "\"";
 		} else if (h->etag[0] && (strlen(h->etag) != vl ||
 					  memcmp(h->etag, v, vl))) {
 			h->bad = "two different ETags";
@@ -638,6 +680,8 @@ static size_t head_header(char *data, size_t sz, size_t n, void *arg)
 			h->bad = "two different Content-Lengths";
 		h->size = size;
 		h->have_size = true;
+	} else {
+		version_id_header(data, len, h->vid, sizeof(h->vid));
 	}
 	return len;
 }
@@ -668,9 +712,10 @@ static int vid_query(const char *version, char *out, size_t cap)
 	return 0;
 }
 
-/* HEAD of @key (@query: "" or a version's) into @out */
+/* HEAD of @key into @out; @pin: NULL, or the version "vid:ID" asked for
+ * by @query (the answer must be that version) */
 static int s3_head(struct s3_be *s, const char *key, const char *query,
-		   struct ns_attr *out)
+		   const char *pin, struct ns_attr *out)
 {
 	struct head hd = { .bad = NULL };
 	struct s3_sync r;
@@ -697,7 +742,7 @@ static int s3_head(struct s3_be *s, const char *key, const char *query,
 			r.err[0] ? r.err : curl_easy_strerror(cc));
 		return curl_errno(cc);
 	}
-	rc = http_errno(code);
+	rc = pin ? pinned_errno(code) : http_errno(code);
 	if (rc)
 		return rc;
 	if (!hd.bad && (!hd.etag[0] || !hd.have_size))
@@ -705,6 +750,11 @@ static int s3_head(struct s3_be *s, const char *key, const char *query,
 	if (hd.bad) {
 		log_err("S3 HEAD in bucket '%s' refused: %s", s->bucket, hd.bad);
 		return -EIO;
+	}
+	if (pin) {
+		rc = version_answered(s, pin, hd.vid);
+		if (rc)
+			return rc;
 	}
 	memset(out, 0, sizeof(*out));
 	out->size = hd.size;
@@ -715,7 +765,7 @@ static int s3_head(struct s3_be *s, const char *key, const char *query,
 
 static int s3_stat(struct backend *be, const char *key, struct ns_attr *out)
 {
-	return s3_head(sbe(be), key, "", out);
+	return s3_head(sbe(be), key, "", NULL, out);
 }
 
 static int s3_stat_pinned(struct backend *be, const char *key,
@@ -726,7 +776,7 @@ static int s3_stat_pinned(struct backend *be, const char *key,
 
 	if (rc)
 		return rc == -EINVAL ? -ENOTSUP : rc;	/* "null": stat() */
-	rc = s3_head(sbe(be), key, query, out);
+	rc = s3_head(sbe(be), key, query, version, out);
 	if (!rc)
 		snprintf(out->version, sizeof(out->version), "%s", version);
 	return rc;
@@ -748,6 +798,14 @@ static size_t read_write(char *data, size_t sz, size_t n, void *arg)
 	return len;
 }
 
+static size_t read_header(char *data, size_t sz, size_t n, void *arg)
+{
+	struct s3_rd *r = arg;
+
+	version_id_header(data, sz * n, r->vid, sizeof(r->vid));
+	return sz * n;
+}
+
 static void rd_start(struct s3_be *s, struct s3_rd *r)
 {
 	struct backend_read *rd = r->rd;
@@ -766,6 +824,10 @@ static void rd_start(struct s3_be *s, struct s3_rd *r)
 	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
 	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, read_write);
 	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
+	if (r->pinned) {
+		curl_easy_setopt(r->h, CURLOPT_HEADERFUNCTION, read_header);
+		curl_easy_setopt(r->h, CURLOPT_HEADERDATA, r);
+	}
 	curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
 	curl_multi_add_handle(s->multi, r->h);
 }
@@ -781,7 +843,9 @@ static void rd_finish(struct s3_be *s, struct s3_rd *r, CURLcode cc)
 	if (cc != CURLE_OK && !r->overflow) {
 		ret = curl_errno(cc);
 	} else {
-		ret = http_errno(code);
+		ret = r->pinned ? pinned_errno(code) : http_errno(code);
+		if (!ret && r->pinned)
+			ret = version_answered(s, rd->version, r->vid);
 		if (!ret && code == 200 && rd->off)
 			ret = -EIO;	/* range ignored: not these bytes */
 		else if (!ret)

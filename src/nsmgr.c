@@ -647,11 +647,11 @@ static struct recheck *next_locked(struct nsmgr *nm, struct checker *c)
 /*
  * A manifest's version of @r that the backend can ask for by itself (an
  * S3 object version: backend.h), asked for; -ENOTSUP for any other.
+ * @pin (NS_VERSION_MAX bytes) gets the version asked for.
  */
 static int pinned_stat(struct nsmgr *nm, const struct recheck *r,
-		       struct ns_attr *out)
+		       char *pin, struct ns_attr *out)
 {
-	char pin[NS_VERSION_MAX] = "";
 	const struct ns_node *n;
 	struct ns_attr known;
 
@@ -660,7 +660,7 @@ static int pinned_stat(struct nsmgr *nm, const struct recheck *r,
 	n = ns_get(nsmgr_rdlock(nm), r->ino);
 	if (n && !n->is_dir && !strcmp(ns_key(nm->ns, n), r->key)) {
 		ns_attr_get(nm->ns, n, &known);
-		memcpy(pin, known.version, sizeof(pin));
+		memcpy(pin, known.version, NS_VERSION_MAX);
 	}
 	nsmgr_unlock(nm);
 	if (!pin[0])
@@ -677,6 +677,7 @@ static int pinned_stat(struct nsmgr *nm, const struct recheck *r,
  */
 static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 {
+	char pin[NS_VERSION_MAX] = "";
 	const struct ns_node *n;
 	struct ns_attr fresh, known;
 	int64_t now;
@@ -684,7 +685,7 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 	int rc;
 
 	stat_inc(nm->st, revalidations);
-	rc = pinned_stat(nm, r, &fresh);
+	rc = pinned_stat(nm, r, pin, &fresh);
 	if (rc == -ENOTSUP)
 		rc = nm->be->ops->stat(nm->be, r->key, &fresh);
 	now = time(NULL);
@@ -694,6 +695,10 @@ static bool check_one(struct nsmgr *nm, const struct recheck *r, bool *gone)
 		return false;
 	}
 	ns_attr_get(nm->ns, n, &known);
+	if (pin[0] && strcmp(pin, known.version)) {
+		nsmgr_unlock(nm);	/* another manifest meanwhile */
+		return false;
+	}
 	if (rc == 0 && nm->pinned && !same_version(&known, &fresh)) {
 		/* the manifest's version stays: uncached bytes fail with EIO */
 		log_err("object '%s' changed since the manifest (pinned version %s, %" PRIu64

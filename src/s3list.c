@@ -48,6 +48,12 @@ int s3_parse_size(const char *t, size_t len, uint64_t *out)
 	return 0;
 }
 
+bool s3_etag_ok(const char *t, size_t len)
+{
+	return s3_version_ok(t, len) &&
+	       (len < strlen(S3_VID) || memcmp(t, S3_VID, strlen(S3_VID)));
+}
+
 bool s3_version_ok(const char *t, size_t len)
 {
 	size_t i;
@@ -114,9 +120,9 @@ static void text_add(struct text *t, const char *s)
 
 enum field {
 	F_NONE, F_OTHER,
-	/* children of the root (Version: of ListVersionsResult, with
-	 * NextKeyMarker as F_TOKEN) */
-	F_CONTENTS, F_PREFIXES, F_TRUNCATED, F_TOKEN, F_VTOKEN, F_ENCODING,
+	/* children of the root (Version and DeleteMarker: of a
+	 * ListVersionsResult) */
+	F_CONTENTS, F_DELMARK, F_PREFIXES, F_TRUNCATED, F_TOKEN, F_ENCODING,
 	/* children of Contents or Version (Prefix: of CommonPrefixes) */
 	F_KEY, F_SIZE, F_MTIME, F_ETAG, F_PREFIX, F_VID, F_LATEST,
 };
@@ -156,9 +162,8 @@ static enum field field_of(const char *name, bool top, bool v)
 		{ "Version", F_CONTENTS, true, VERS },
 		{ "CommonPrefixes", F_PREFIXES, true, BOTH },
 		{ "IsTruncated", F_TRUNCATED, true, BOTH },
+		{ "DeleteMarker", F_DELMARK, true, VERS },
 		{ "NextContinuationToken", F_TOKEN, true, LIST },
-		{ "NextKeyMarker", F_TOKEN, true, VERS },
-		{ "NextVersionIdMarker", F_VTOKEN, true, VERS },
 		{ "EncodingType", F_ENCODING, true, BOTH },
 		{ "Key", F_KEY, false, BOTH },
 		{ "Size", F_SIZE, false, BOTH },
@@ -211,8 +216,8 @@ static int end_sub(struct parse *p)
 		break;
 	case F_ETAG:
 		/* it goes into If-Match headers: CR/LF would split them */
-		if (t->over || !s3_version_ok(t->p, t->len))
-			return refuse(p, "an ETag with control characters or longer than 47 bytes");
+		if (t->over || !s3_etag_ok(t->p, t->len))
+			return refuse(p, "an ETag with control characters, longer than 47 bytes or starting with \"" S3_VID "\"");
 		/* of a Version: the version if its ID is "null" */
 		memcpy(p->versions ? p->etag : p->a.version, t->p, t->len + 1);
 		break;
@@ -234,11 +239,61 @@ static int end_sub(struct parse *p)
 	return 0;
 }
 
+/*
+ * A versions page goes on after its last entry, Version or DeleteMarker:
+ * its key (decoded) and version ID.  Not NextKeyMarker: AWS %-encodes it
+ * under encoding-type=url, RGW does not, and sent back as it came it
+ * would skip or repeat keys.
+ */
+static int resume_after(struct parse *p, const char *key, size_t klen)
+{
+	const char *id = p->a.version + strlen(S3_VID);
+
+	if (klen >= sizeof(p->page->next_token) || memchr(key, '\0', klen))
+		return refuse(p, "a Key to resume after that is over 1023 bytes or holds a NUL");
+	memcpy(p->page->next_token, key, klen);
+	p->page->next_token[klen] = '\0';
+	snprintf(p->page->next_vid, sizeof(p->page->next_vid), "%s", id);
+	return 0;
+}
+
+/* the Key of the entry just read, decoded if the page says so: *@out */
+static int entry_key(struct parse *p, const char **out, ssize_t *len)
+{
+	*out = p->key.p;
+	*len = (ssize_t)p->key.len;
+	if (p->url) {
+		*len = s3_url_decode(p->key.p, p->key.len, p->decoded);
+		if (*len < 0)
+			return refuse(p, "a Key that is not properly URL-encoded");
+		p->decoded[*len] = '\0';	/* no longer name's leftovers */
+		*out = p->decoded;
+	}
+	if (!*len)		/* S3 keys are never empty */
+		return refuse(p, "an empty Key");
+	return 0;
+}
+
+/* a DeleteMarker ended: not an entry, but a page of them is not empty */
+static int end_delmark(struct parse *p)
+{
+	const char *key;
+	ssize_t klen;
+	int rc;
+
+	if (!p->deliver)
+		p->page->keys++;
+	if (!p->have_key || !p->have_vid)
+		return refuse(p, "a DeleteMarker without Key or VersionId");
+	rc = entry_key(p, &key, &klen);
+	return rc ? rc : resume_after(p, key, (size_t)klen);
+}
+
 /* a Contents ended: check it, hand it on in the second pass */
 static int end_contents(struct parse *p)
 {
-	const char *key = p->key.p;
-	ssize_t klen = (ssize_t)p->key.len;
+	const char *key;
+	ssize_t klen;
 	int rc;
 
 	if (!p->deliver)
@@ -247,6 +302,11 @@ static int end_contents(struct parse *p)
 		return refuse(p, "an entry without Key or Size");
 	if (p->versions && !p->have_vid)
 		return refuse(p, "a Version without a VersionId");
+	rc = entry_key(p, &key, &klen);
+	if (!rc && p->versions)
+		rc = resume_after(p, key, (size_t)klen);
+	if (rc)
+		return rc;
 	if (p->versions && !strcmp(p->a.version, S3_VID "null")) {
 		/* written while versioning was off: an overwrite replaces
 		 * it, so it is pinned by its ETag like a plain listing */
@@ -254,15 +314,6 @@ static int end_contents(struct parse *p)
 			return refuse(p, "a Version with the ID null and no ETag");
 		memcpy(p->a.version, p->etag, sizeof(p->a.version));
 	}
-	if (p->url) {
-		klen = s3_url_decode(p->key.p, p->key.len, p->decoded);
-		if (klen < 0)
-			return refuse(p, "a Key that is not properly URL-encoded");
-		p->decoded[klen] = '\0';	/* no longer name's leftovers */
-		key = p->decoded;
-	}
-	if (!klen)		/* S3 keys are never empty */
-		return refuse(p, "an empty Key");
 	if (!p->deliver || (p->versions && !p->latest))
 		return 0;	/* an older version of the key */
 	rc = p->fn(p->arg, key, (size_t)klen, &p->a);
@@ -301,6 +352,8 @@ static int end_top(struct parse *p)
 	switch (p->top) {
 	case F_CONTENTS:
 		return end_contents(p);
+	case F_DELMARK:
+		return end_delmark(p);
 	case F_PREFIXES:
 		return end_prefixes(p);
 	case F_TRUNCATED:
@@ -308,14 +361,8 @@ static int end_top(struct parse *p)
 		break;
 	case F_TOKEN:
 		if (t->over || !t->len || t->len >= sizeof(p->page->next_token))
-			return refuse(p, p->versions ? "a NextKeyMarker that is empty or longer than 1023 bytes" :
-				      "a NextContinuationToken that is empty or longer than 1023 bytes");
+			return refuse(p, "a NextContinuationToken that is empty or longer than 1023 bytes");
 		memcpy(p->page->next_token, t->p, t->len + 1);
-		break;
-	case F_VTOKEN:
-		if (t->over || t->len >= sizeof(p->page->next_vid))
-			return refuse(p, "a NextVersionIdMarker longer than 1023 bytes");
-		memcpy(p->page->next_vid, t->p, t->len + 1);
 		break;
 	case F_ENCODING:
 		p->page->url_encoded = !strcmp(t->p, "url");
@@ -343,7 +390,8 @@ static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
 		p->top = field_of(name, true, p->versions);
 		p->sub = F_NONE;
 		text_reset(&p->small);
-		if (p->top == F_CONTENTS || p->top == F_PREFIXES) {
+		if (p->top == F_CONTENTS || p->top == F_DELMARK ||
+		    p->top == F_PREFIXES) {
 			memset(&p->a, 0, sizeof(p->a));
 			p->have_key = p->have_size = p->have_prefix = false;
 			p->have_vid = p->latest = false;
@@ -351,6 +399,7 @@ static int start_element(struct parse *p, xmlTextReaderPtr r, int depth)
 			text_reset(&p->key);
 		}
 	} else if (depth == 2 && (p->top == F_CONTENTS ||
+				  p->top == F_DELMARK ||
 				  p->top == F_PREFIXES)) {
 		p->sub = field_of(name, false, p->versions);
 		/* a Prefix only counts inside CommonPrefixes, a Key and the
@@ -371,6 +420,7 @@ static int end_element(struct parse *p, int depth)
 		rc = end_top(p);
 		p->top = F_NONE;
 	} else if (depth == 2 && (p->top == F_CONTENTS ||
+				  p->top == F_DELMARK ||
 				  p->top == F_PREFIXES)) {
 		rc = end_sub(p);
 		p->sub = F_NONE;
@@ -384,10 +434,11 @@ static void add_text(struct parse *p, xmlTextReaderPtr r, int depth)
 
 	if (!v)
 		return;
-	if (depth == 2 && p->top != F_CONTENTS && p->top != F_PREFIXES &&
-	    p->top != F_OTHER)
+	if (depth == 2 && p->top != F_CONTENTS && p->top != F_DELMARK &&
+	    p->top != F_PREFIXES && p->top != F_OTHER)
 		text_add(&p->small, v);
 	else if (depth == 3 && (p->top == F_CONTENTS ||
+				p->top == F_DELMARK ||
 				p->top == F_PREFIXES) &&
 		 p->sub != F_OTHER && p->sub != F_NONE)
 		text_add(p->sub == F_KEY || p->sub == F_PREFIX ? &p->key :
@@ -471,7 +522,7 @@ static int parse_page(const char *xml, size_t len, struct s3_page *page,
 	 * may follow the keys), then the entries are handed on */
 	rc = one_pass(xml, len, &p);
 	if (!rc && page->truncated && !page->next_token[0])
-		rc = refuse(&p, p.versions ? "IsTruncated without a NextKeyMarker" :
+		rc = refuse(&p, p.versions ? "IsTruncated without a version to go on after" :
 			    "IsTruncated without a NextContinuationToken");
 	if (!rc) {
 		p.deliver = true;

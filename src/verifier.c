@@ -6,6 +6,7 @@
 #include <liburing.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -65,6 +66,8 @@ struct verifier {
 	bool buffered[LV_N];	/* read it through the page cache */
 	uint64_t *heat;		/* files by heat, taken at the first pick */
 	size_t nheat, heat_at;
+	size_t bg_heat;		/* heat[] index of cur[LV_BACKGROUND], or
+				 * SIZE_MAX (from a list) */
 	bool heat_taken, done_logged;
 	bool deferred;		/* the background level waits for quiet */
 	struct timespec t0;
@@ -150,6 +153,7 @@ static struct centry *pick_background(struct verifier *v)
 	struct centry *ce;
 	size_t i, n;
 
+	v->bg_heat = SIZE_MAX;
 	if (v->lists) {
 		n = lists_window(v->lists, 0, fids, NULL, ARRAY_SIZE(fids));
 		for (i = 0; i < n; i++)
@@ -162,8 +166,10 @@ static struct centry *pick_background(struct verifier *v)
 			log_warn("verifier: out of memory: verifying opened files only");
 	}
 	while (v->heat_at < v->nheat)
-		if (cache_verify_hold(v->c, v->heat[v->heat_at++], &ce))
+		if (cache_verify_hold(v->c, v->heat[v->heat_at++], &ce)) {
+			v->bg_heat = v->heat_at - 1;
 			return ce;
+		}
 	return NULL;
 }
 
@@ -187,6 +193,13 @@ static bool background_now(struct verifier *v, bool pt)
 {
 	v->deferred = !pt && mono_ms() - atomic_load(&v->last_open_ms) <
 			     QUIET_MS;
+	if (v->deferred && v->cur[LV_BACKGROUND]) {
+		/* hold no file while waiting (an eviction waits for it):
+		 * picked again, where it was, once the mount is quiet */
+		if (v->bg_heat != SIZE_MAX)
+			v->heat_at = v->bg_heat;
+		drop_cur(v, LV_BACKGROUND);
+	}
 	return !v->deferred;
 }
 

@@ -178,3 +178,20 @@ def test_hostile_head_is_refused(s3mount, srv, mode, message):
         if meth == "GET" and "list-type" not in path:
             assert h.get("If-Match") == ETAG, h
 
+
+
+def test_version_id_ignored_by_the_endpoint_is_not_served(s3mount, srv, tmp_path):
+    """a manifest entry pinned to an S3 version ID is read with
+    ?versionId= and no If-Match; an endpoint that ignores the query (no
+    versioning, a mirror) answers with its current object and no
+    x-amz-version-id: refused (EIO, one log line), never served"""
+    man = tmp_path / "m.manifest"
+    size = len(OBJECTS["normal.bin"])
+    man.write_text(f"#fusefs-manifest 1\nnormal.bin\t{size}\tvid:v123\n")
+    m = s3mount("--manifest", str(man))
+    with pytest.raises(OSError):
+        read_uncached(m.path("normal.bin"))
+    assert "with version '(none)': not that version, not served" in m.log(), m.log()
+    gets = [(p, h) for meth, p, h in srv.requests if meth == "GET" and "list-type" not in p]
+    assert gets and all("versionId=v123" in p and "If-Match" not in h for p, h in gets), gets
+    assert m.stats()["bytes_from_backend"] == 0

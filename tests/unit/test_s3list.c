@@ -483,8 +483,10 @@ static void test_versions_parse(void)
 	CHECK_STR(s.keys[1], "p/c");
 	CHECK_STR(s.a[1].version, "\"e0\"");	/* "null": pinned by its ETag */
 	CHECK(pg.truncated);
+	CHECK_INT(pg.keys, ==, 5);		/* the delete marker too */
+	/* on after the last entry, not NextKeyMarker */
 	CHECK_STR(pg.next_token, "p/c");
-	CHECK_STR(pg.next_vid, "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY");
+	CHECK_STR(pg.next_vid, "null");
 	/* each parser takes its own root only */
 	memset(&s, 0, sizeof(s));
 	CHECK_INT(s3list_parse(vpage, strlen(vpage), &pg, collect, &s), ==, -EBADMSG);
@@ -510,7 +512,7 @@ static void test_versions_malformed(void)
 		/* a control character */
 		"<ListVersionsResult><Version><Key>k</Key><VersionId>a&#10;b</VersionId>"
 		"<IsLatest>true</IsLatest><Size>1</Size></Version></ListVersionsResult>",
-		/* truncated without a key marker */
+		/* truncated without an entry to go on after */
 		"<ListVersionsResult><IsTruncated>true</IsTruncated>"
 		"<NextVersionIdMarker>x</NextVersionIdMarker></ListVersionsResult>",
 		/* "null" (written while versioning was off) without an ETag */
@@ -543,6 +545,63 @@ static void test_versions_malformed(void)
 		CHECK_INT(s.n, ==, 1);
 		CHECK_INT(strlen(s.a[0].version), ==, 47);
 	}
+}
+
+/* the next page starts after the last entry's key, decoded (AWS encodes
+ * NextKeyMarker under encoding-type=url, RGW does not), a delete marker
+ * included; a page of delete markers only is not empty */
+static void test_versions_resume(void)
+{
+	static const char page[] =
+		"<ListVersionsResult><IsTruncated>true</IsTruncated>"
+		"<EncodingType>url</EncodingType>"
+		"<NextKeyMarker>p%2Fa%2520b</NextKeyMarker>"
+		"<NextVersionIdMarker>zz</NextVersionIdMarker>"
+		"<Version><Key>p/%C3%A9</Key><VersionId>v1</VersionId>"
+		"<IsLatest>true</IsLatest><Size>1</Size></Version>"
+		"<DeleteMarker><Key>p/a%20b</Key><VersionId>d9</VersionId>"
+		"<IsLatest>true</IsLatest></DeleteMarker>"
+		"</ListVersionsResult>";
+	static const char markers[] =
+		"<ListVersionsResult><IsTruncated>true</IsTruncated>"
+		"<DeleteMarker><Key>k1</Key><VersionId>d1</VersionId></DeleteMarker>"
+		"<DeleteMarker><Key>k2</Key><VersionId>d2</VersionId></DeleteMarker>"
+		"</ListVersionsResult>";
+	static const char nothing[] =
+		"<ListVersionsResult><IsTruncated>true</IsTruncated>"
+		"<NextKeyMarker>k</NextKeyMarker></ListVersionsResult>";
+	struct s3_page pg;
+	struct seen s = { 0 };
+
+	CHECK_INT(s3list_parse_versions(page, strlen(page), &pg, collect, &s), ==, 0);
+	CHECK_INT(s.n, ==, 1);
+	CHECK_STR(s.keys[0], "p/\xc3\xa9");
+	CHECK_STR(pg.next_token, "p/a b");
+	CHECK_STR(pg.next_vid, "d9");
+	memset(&s, 0, sizeof(s));
+	CHECK_INT(s3list_parse_versions(markers, strlen(markers), &pg, collect, &s), ==, 0);
+	CHECK_INT(s.n, ==, 0);
+	CHECK_INT(pg.keys, ==, 2);
+	CHECK_STR(pg.next_token, "k2");
+	CHECK_STR(pg.next_vid, "d2");
+	CHECK_INT(s3list_parse_versions(nothing, strlen(nothing), &pg, collect, &s),
+		  ==, -EBADMSG);
+	CHECK(pg.error && strstr(pg.error, "IsTruncated"));
+}
+
+/* an ETag that would read as a pinned version ID is refused */
+static void test_etag_like_a_version_id(void)
+{
+	static const char page[] =
+		"<ListBucketResult><Contents><Key>k</Key><ETag>vid:x</ETag>"
+		"<Size>1</Size></Contents></ListBucketResult>";
+	struct s3_page pg;
+	struct seen s = { 0 };
+
+	CHECK_INT(s3list_parse(page, strlen(page), &pg, collect, &s), ==, -EBADMSG);
+	CHECK_INT(s.n, ==, 0);
+	CHECK(!s3_etag_ok("vid:x", 5) && s3_etag_ok("\"vid\"", 5));
+	CHECK(s3_version_ok("vid:x", 5));
 }
 
 /* one key marker with another version marker is a new page */
@@ -580,5 +639,7 @@ int main(void)
 	TEST(test_versions_parse);
 	TEST(test_versions_malformed);
 	TEST(test_versions_markers);
+	TEST(test_versions_resume);
+	TEST(test_etag_like_a_version_id);
 	return runner_done();
 }
