@@ -185,3 +185,34 @@ def test_s3_version_id_pins_the_old_bytes(mounter, s3store, tmp_path):
     with open(m.path("x.bin"), "rb") as f:
         assert f.read() == v1
     assert m.stats()["listings"] == 0
+
+
+def test_rados_refuses_versions_it_cannot_have(mounter, ceph, tmp_path):
+    """a manifest entry whose version is not the mount's kind (an S3 ETag
+    or version ID on a live pool; a live version on a --snap mount) is
+    never read unasserted: EIO and the changed-object log line"""
+    pre = "foreign-versions"
+    ceph.put(POOL, f"{pre}/a", b"abc")
+    ceph.put(POOL, f"{pre}/b", b"abc")
+    live = run_fusefs("manifest", "create", f"rados://{POOL}/{pre}", "--ceph-conf",
+                      ceph.conf_path)
+    assert live.returncode == 0, live.stderr
+    man = tmp_path / "foreign.manifest"
+    man.write_text('#fusefs-manifest 1\na\t3\t"0123456789abcdef"\nb\t3\tvid:xyz\n')
+    m = mounter(pre, "--manifest", str(man))
+    for name in ("a", "b"):
+        with pytest.raises(OSError):
+            open(m.path(name), "rb").read()
+    assert m.log().count("object changed in the backend") >= 2, m.log()
+    m.umount()
+    io = ceph._io(POOL)
+    io.create_snap("fusefs-test-foreign")
+    try:
+        man.write_text(live.stdout)            # live versions, on a snapshot
+        m = mounter(pre, "--manifest", str(man), "--snap", "fusefs-test-foreign",
+                    cache=str(tmp_path / "snapcache"))
+        with pytest.raises(OSError):
+            open(m.path("a"), "rb").read()
+        assert "object changed in the backend" in m.log(), m.log()
+    finally:
+        io.remove_snap("fusefs-test-foreign")
