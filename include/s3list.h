@@ -30,7 +30,9 @@ struct s3_page {
 	char next_token[1024];		/* NextContinuationToken, or the
 					 * last key (versions) */
 	char next_vid[1024];		/* the last VersionId (versions) */
-	unsigned keys;			/* Contents seen */
+	unsigned keys;			/* Contents seen (versions: Version
+					 * and DeleteMarker) */
+	unsigned latest;		/* of those, IsLatest (versions) */
 	unsigned prefixes;		/* CommonPrefixes seen */
 	bool url_encoded;		/* EncodingType url: Keys were decoded */
 	const char *error;		/* why the page was refused, or NULL */

@@ -531,7 +531,7 @@ static int list_versions(struct s3_be *s, backend_list_fn fn, void *arg)
 	struct s3_page page = { .truncated = true };
 	char key[sizeof(page.next_token)] = "", vid[sizeof(page.next_vid)] = "";
 	struct body b = { 0 };
-	uint64_t t0 = mono_s();
+	uint64_t t0 = mono_s(), seen = 0, latest = 0;
 	struct s3_ans *a = malloc(sizeof(*a));
 	int rc = 0;
 
@@ -559,8 +559,16 @@ static int list_versions(struct s3_be *s, backend_list_fn fn, void *arg)
 				c.guard.error : strerror(-rc));
 			break;
 		}
+		seen += page.keys;
+		latest += page.latest;
 		memcpy(key, page.next_token, sizeof(key));
 		memcpy(vid, page.next_vid, sizeof(vid));
+	}
+	if (!rc && seen && !latest) {
+		/* not an empty manifest that looks like a good one */
+		log_err("listing the versions in bucket '%s': %" PRIu64 " versions, none marked IsLatest: the current ones cannot be told",
+			s->bucket, seen);
+		rc = -EPROTO;
 	}
 	s3_listing_release(&c.guard);
 	free(b.p);

@@ -281,8 +281,10 @@ static int end_delmark(struct parse *p)
 	ssize_t klen;
 	int rc;
 
-	if (!p->deliver)
+	if (!p->deliver) {
 		p->page->keys++;
+		p->page->latest += p->latest;
+	}
 	if (!p->have_key || !p->have_vid)
 		return refuse(p, "a DeleteMarker without Key or VersionId");
 	rc = entry_key(p, &key, &klen);
@@ -296,8 +298,10 @@ static int end_contents(struct parse *p)
 	ssize_t klen;
 	int rc;
 
-	if (!p->deliver)
+	if (!p->deliver) {
 		p->page->keys++;
+		p->page->latest += p->versions && p->latest;
+	}
 	if (!p->have_key || !p->have_size)
 		return refuse(p, "an entry without Key or Size");
 	if (p->versions && !p->have_vid)

@@ -46,6 +46,7 @@ MODES = {
     "list_404_plain": "the bucket's listing answers 404 without an S3 error (a wrong path)",
     "list_404_nosuchkey": "the bucket's listing answers 404 with the S3 code NoSuchKey",
     "list_403": "the bucket's listing answers 403 with the S3 code AccessDenied",
+    "versions_no_latest": "a versions listing (?versions) whose versions never say IsLatest",
 }
 
 # mode -> (status, S3 error code or None) of the bucket's listing
@@ -171,6 +172,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def listing(self, q):
         mode = self.server.mode
+        if "versions" in q and mode == "versions_no_latest":
+            body = ('<?xml version="1.0" encoding="UTF-8"?><ListVersionsResult>'
+                    "<IsTruncated>false</IsTruncated>" + "".join(
+                        f"<Version><Key>{k}</Key><VersionId>v{i}</VersionId>"
+                        f"<Size>{len(v)}</Size></Version>"
+                        for i, (k, v) in enumerate(OBJECTS.items())) +
+                    "</ListVersionsResult>").encode()
+            return self.reply(200, body)
         if mode in LIST_ERRORS:
             status, code = LIST_ERRORS[mode]
             body = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code>"

@@ -195,3 +195,13 @@ def test_version_id_ignored_by_the_endpoint_is_not_served(s3mount, srv, tmp_path
     gets = [(p, h) for meth, p, h in srv.requests if meth == "GET" and "list-type" not in p]
     assert gets and all("versionId=v123" in p and "If-Match" not in h for p, h in gets), gets
     assert m.stats()["bytes_from_backend"] == 0
+
+
+def test_versions_listing_without_islatest_is_an_error(tmp_path, srv):
+    """manifest create --versions against an endpoint that marks no
+    version as the current one: an error, not an empty manifest"""
+    srv.mode = "versions_no_latest"
+    r = run_fusefs("manifest", "create", f"s3://{BUCKET}", "--versions", "--endpoint",
+                   srv.endpoint, timeout=BOUND, env=CREDS)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert "none marked IsLatest" in r.stderr, r.stderr

@@ -484,6 +484,7 @@ static void test_versions_parse(void)
 	CHECK_STR(s.a[1].version, "\"e0\"");	/* "null": pinned by its ETag */
 	CHECK(pg.truncated);
 	CHECK_INT(pg.keys, ==, 5);		/* the delete marker too */
+	CHECK_INT(pg.latest, ==, 3);		/* a b, b's marker, c */
 	/* on after the last entry, not NextKeyMarker */
 	CHECK_STR(pg.next_token, "p/c");
 	CHECK_STR(pg.next_vid, "null");
@@ -582,6 +583,7 @@ static void test_versions_resume(void)
 	CHECK_INT(s3list_parse_versions(markers, strlen(markers), &pg, collect, &s), ==, 0);
 	CHECK_INT(s.n, ==, 0);
 	CHECK_INT(pg.keys, ==, 2);
+	CHECK_INT(pg.latest, ==, 0);		/* none says IsLatest */
 	CHECK_STR(pg.next_token, "k2");
 	CHECK_STR(pg.next_vid, "d2");
 	CHECK_INT(s3list_parse_versions(nothing, strlen(nothing), &pg, collect, &s),
