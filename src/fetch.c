@@ -545,7 +545,7 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 		      const struct cache_ident *ci, uint32_t n0, uint32_t n1)
 {
 	struct chunkbuf *cb;
-	uint32_t n;
+	uint32_t n, size;
 	int rc, st = CH_ABSENT;
 	bool forced;
 
@@ -558,16 +558,18 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 		return st;
 	if (n > n1)
 		return 0;
+	/* the chunk's own length: a small file's chunk is small */
+	size = (uint32_t)chunkbuf_charge(cache_chunk_len(f->c, ce, n));
 	pthread_mutex_lock(&f->lock);
-	forced = !charge_locked(f, MB_DEMAND, f->cs);
+	forced = !charge_locked(f, MB_DEMAND, size);
 	pthread_mutex_unlock(&f->lock);
 	if (forced) {
 		/* a reader waits on this thread: verify with one chunk past
 		 * the budget, one verification at a time */
 		pthread_mutex_lock(&f->verify_lock);
-		membudget_force(f->mb, MB_DEMAND, chunkbuf_charge(f->cs));
+		membudget_force(f->mb, MB_DEMAND, chunkbuf_charge(size));
 	}
-	cb = chunkbuf_new_charged(f->cs, f->mb, MB_DEMAND);
+	cb = chunkbuf_new_charged(size, f->mb, MB_DEMAND);
 	rc = cb ? cache_verify_chunk(f->c, ce, n, cb) : -ENOMEM;
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
