@@ -607,7 +607,21 @@ struct head {
 
 /* @data (@len bytes) is header @name: its value, blanks trimmed */
 static bool header_value(const char *data, size_t len, const char *name,
-			 const char **v, size_t *vl);
+			 const char **v, size_t *vl)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || strncasecmp(data, name, n) || data[n] != ':')
+		return false;
+	*v = data + n + 1;
+	*vl = len - n - 1;
+	while (*vl && (**v == ' ' || **v == '\t'))
+		(*v)++, (*vl)--;
+	while (*vl && ((*v)[*vl - 1] == '\r' || (*v)[*vl - 1] == '\n' ||
+		       (*v)[*vl - 1] == ' ' || (*v)[*vl - 1] == '\t'))
+		(*vl)--;
+	return true;
+}
 
 /* an x-amz-version-id header into @out (cut: no ID matches then) */
 static void version_id_header(char *data, size_t len, char *out, size_t cap)
@@ -616,7 +630,7 @@ static void version_id_header(char *data, size_t len, char *out, size_t cap)
 	size_t vl;
 
 	if (header_value(data, len, "x-amz-version-id", &v, &vl))
-		snprintf(out, cap, "%.*s", (int)(vl < cap ? vl : cap - 1), v);
+		snprintf(out, cap, "%.*s", (int)vl, v);
 }
 
 /*
@@ -643,24 +657,6 @@ static int version_answered(const struct s3_be *s, const char *version,
 static int pinned_errno(long code)
 {
 	return code == 400 || code == 405 ? -ENOENT : http_errno(code);
-}
-
-/* @data (@len bytes) is header @name: its value, blanks trimmed */
-static bool header_value(const char *data, size_t len, const char *name,
-			 const char **v, size_t *vl)
-{
-	size_t n = strlen(name);
-
-	if (len <= n || strncasecmp(data, name, n) || data[n] != ':')
-		return false;
-	*v = data + n + 1;
-	*vl = len - n - 1;
-	while (*vl && (**v == ' ' || **v == '\t'))
-		(*v)++, (*vl)--;
-	while (*vl && ((*v)[*vl - 1] == '\r' || (*v)[*vl - 1] == '\n' ||
-		       (*v)[*vl - 1] == ' ' || (*v)[*vl - 1] == '\t'))
-		(*vl)--;
-	return true;
 }
 
 static size_t head_header(char *data, size_t sz, size_t n, void *arg)
@@ -701,23 +697,16 @@ static size_t head_header(char *data, size_t sz, size_t n, void *arg)
  */
 static int vid_query(const char *version, char *out, size_t cap)
 {
-	static const char pre[] = "versionId=";
-	const char *id;
+	struct s3_param p = { "versionId", "" };
 
 	if (strncmp(version, S3_VID, strlen(S3_VID)))
 		return -ENOTSUP;
-	id = version + strlen(S3_VID);
+	p.val = version + strlen(S3_VID);
 	/* "null" is the version of a write made while versioning was off,
 	 * which the next such write replaces: it pins nothing */
-	if (!*id || !strcmp(id, "null"))
+	if (!*p.val || !strcmp(p.val, "null"))
 		return -EINVAL;
-	if (cap < sizeof(pre))
-		return -ENAMETOOLONG;
-	memcpy(out, pre, sizeof(pre));
-	if (s3_uri_encode(id, strlen(id), false, out + sizeof(pre) - 1,
-			  cap - sizeof(pre) + 1) >= cap - sizeof(pre) + 1)
-		return -ENAMETOOLONG;
-	return 0;
+	return s3_query_canon(&p, 1, out, cap) < 0 ? -ENAMETOOLONG : 0;
 }
 
 /* HEAD of @key into @out; @pin: NULL, or the version "vid:ID" asked for

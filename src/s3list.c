@@ -257,20 +257,25 @@ static int resume_after(struct parse *p, const char *key, size_t klen)
 	return 0;
 }
 
-/* the Key of the entry just read, decoded if the page says so: *@out */
-static int entry_key(struct parse *p, const char **out, ssize_t *len)
+/* the Key (or a CommonPrefixes' Prefix) just read, decoded if the page
+ * says so: *@out, *@len bytes */
+static int key_text(struct parse *p, bool prefix, const char **out,
+		    size_t *len)
 {
+	ssize_t n = (ssize_t)p->key.len;
+
 	*out = p->key.p;
-	*len = (ssize_t)p->key.len;
 	if (p->url) {
-		*len = s3_url_decode(p->key.p, p->key.len, p->decoded);
-		if (*len < 0)
-			return refuse(p, "a Key that is not properly URL-encoded");
-		p->decoded[*len] = '\0';	/* no longer name's leftovers */
+		n = s3_url_decode(p->key.p, p->key.len, p->decoded);
+		if (n < 0)
+			return refuse(p, prefix ? "a Prefix that is not properly URL-encoded" :
+				      "a Key that is not properly URL-encoded");
+		p->decoded[n] = '\0';	/* no longer name's leftovers */
 		*out = p->decoded;
 	}
-	if (!*len)		/* S3 keys are never empty */
-		return refuse(p, "an empty Key");
+	if (!n)		/* S3 keys are never empty */
+		return refuse(p, prefix ? "an empty Prefix" : "an empty Key");
+	*len = (size_t)n;
 	return 0;
 }
 
@@ -278,7 +283,7 @@ static int entry_key(struct parse *p, const char **out, ssize_t *len)
 static int end_delmark(struct parse *p)
 {
 	const char *key;
-	ssize_t klen;
+	size_t klen;
 	int rc;
 
 	if (!p->deliver) {
@@ -287,15 +292,15 @@ static int end_delmark(struct parse *p)
 	}
 	if (!p->have_key || !p->have_vid)
 		return refuse(p, "a DeleteMarker without Key or VersionId");
-	rc = entry_key(p, &key, &klen);
-	return rc ? rc : resume_after(p, key, (size_t)klen);
+	rc = key_text(p, false, &key, &klen);
+	return rc ? rc : resume_after(p, key, klen);
 }
 
 /* a Contents ended: check it, hand it on in the second pass */
 static int end_contents(struct parse *p)
 {
 	const char *key;
-	ssize_t klen;
+	size_t klen;
 	int rc;
 
 	if (!p->deliver) {
@@ -306,9 +311,9 @@ static int end_contents(struct parse *p)
 		return refuse(p, "an entry without Key or Size");
 	if (p->versions && !p->have_vid)
 		return refuse(p, "a Version without a VersionId");
-	rc = entry_key(p, &key, &klen);
+	rc = key_text(p, false, &key, &klen);
 	if (!rc && p->versions)
-		rc = resume_after(p, key, (size_t)klen);
+		rc = resume_after(p, key, klen);
 	if (rc)
 		return rc;
 	if (p->versions && !strcmp(p->a.version, S3_VID "null")) {
@@ -320,32 +325,25 @@ static int end_contents(struct parse *p)
 	}
 	if (!p->deliver || (p->versions && !p->latest))
 		return 0;	/* an older version of the key */
-	rc = p->fn(p->arg, key, (size_t)klen, &p->a);
+	rc = p->fn(p->arg, key, klen, &p->a);
 	return rc;
 }
 
 /* a CommonPrefixes ended: check it, hand it on in the second pass */
 static int end_prefixes(struct parse *p)
 {
-	const char *pre = p->key.p;
-	ssize_t len = (ssize_t)p->key.len;
+	const char *pre;
+	size_t len;
+	int rc;
 
 	if (!p->deliver)
 		p->page->prefixes++;
 	if (!p->have_prefix)
 		return refuse(p, "a CommonPrefixes without a Prefix");
-	if (p->url) {
-		len = s3_url_decode(p->key.p, p->key.len, p->decoded);
-		if (len < 0)
-			return refuse(p, "a Prefix that is not properly URL-encoded");
-		p->decoded[len] = '\0';
-		pre = p->decoded;
-	}
-	if (!len)
-		return refuse(p, "an empty Prefix");
-	if (!p->deliver || !p->pfn)
-		return 0;
-	return p->pfn(p->arg, pre, (size_t)len);
+	rc = key_text(p, true, &pre, &len);
+	if (rc || !p->deliver || !p->pfn)
+		return rc;
+	return p->pfn(p->arg, pre, len);
 }
 
 /* the element at depth 1 ended */
