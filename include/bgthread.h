@@ -63,4 +63,7 @@ int thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 void thread_signals_block(sigset_t *old);
 void thread_signals_restore(const sigset_t *old);
 
+/* bg_mono_ms() - CLOCK_MONOTONIC in milliseconds (every timed loop's clock) */
+int64_t bg_mono_ms(void);
+
 #endif

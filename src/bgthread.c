@@ -33,7 +33,7 @@ static void deadline(struct timespec *ts, int64_t ms)
 	}
 }
 
-static int64_t now_ms(void)
+int64_t bg_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -52,7 +52,7 @@ static void *bg_main(void *arg)
 		struct timespec ts;
 
 		t->woken = false;
-		t->tick_start = now_ms();
+		t->tick_start = bg_mono_ms();
 		pthread_mutex_unlock(&t->lock);
 		wait = t->tick(t->arg);
 		pthread_mutex_lock(&t->lock);
@@ -116,7 +116,7 @@ int64_t bgthread_busy_ms(struct bgthread *t)
 	pthread_mutex_unlock(&t->lock);
 	if (!start)
 		return 0;
-	return now_ms() - start + 1;	/* a tick that just began: 1, not 0 */
+	return bg_mono_ms() - start + 1;	/* a tick that just began: 1, not 0 */
 }
 
 void bgthread_stop(struct bgthread *t)

@@ -189,11 +189,6 @@ static int64_t now_us(void)
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
-static int64_t now_ms(void)
-{
-	return now_us() / 1000;
-}
-
 /* the fields, never the struct's bytes: padding is not copied reliably */
 static uint64_t id_key(const struct chunk_id *id)
 {
@@ -226,7 +221,7 @@ static struct inflight *inflight_find_locked(struct fetcher *f,
 /* did a read of chunk @key fail after all its retries lately? */
 static bool failed_lately_locked(struct fetcher *f, uint64_t key)
 {
-	int64_t now = now_ms();
+	int64_t now = bg_mono_ms();
 	unsigned i;
 
 	for (i = 0; i < FAILED_SLOTS; i++)
@@ -242,7 +237,7 @@ static void note_failed_locked(struct fetcher *f, uint64_t key,
 			       int64_t took_ms)
 {
 	f->failed[f->failed_next].key = key;
-	f->failed[f->failed_next].until_ms = now_ms() +
+	f->failed[f->failed_next].until_ms = bg_mono_ms() +
 					     MIN(took_ms, f->failed_ms);
 	f->failed_next = (f->failed_next + 1) % FAILED_SLOTS;
 }
@@ -794,7 +789,7 @@ static void retry_later(struct fetcher *f, struct inflight *in, ssize_t ret,
 	stat_inc(f->st, backend_retries);
 	log_warn("reading '%s' chunk %u: %s, retry %u in %lld ms",
 		 str_log(key), in->id.n, strerror((int)-ret), in->tries, (long long)delay);
-	in->due_ms = now_ms() + delay;
+	in->due_ms = bg_mono_ms() + delay;
 	pthread_mutex_lock(&f->qlock);
 	in->qnext = f->retry;
 	f->retry = in;
@@ -942,7 +937,7 @@ static void memory_freed(void *arg)
 static int64_t completion_tick(void *arg)
 {
 	struct fetcher *f = arg;
-	int64_t now = now_ms(), next_due = INT64_MAX;
+	int64_t now = bg_mono_ms(), next_due = INT64_MAX;
 	struct inflight *in, **pp, *due = NULL;
 
 	memwait_run(f);

@@ -75,14 +75,6 @@ static uint64_t recheck_key(const void *item)
 	return ((const struct recheck *)item)->ino;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
 struct build {
 	struct ns_build *nb;
 	struct meta_ns_txn *txn;
@@ -532,7 +524,7 @@ static int64_t next_refresh_ms(const struct nsmgr *nm)
 {
 	if (nm->pinned || !nm->cf->list_refresh_s)
 		return INT64_MAX;
-	return mono_ms() + nm->cf->list_refresh_s * 1000LL;
+	return bg_mono_ms() + nm->cf->list_refresh_s * 1000LL;
 }
 
 /*
@@ -543,7 +535,7 @@ static int64_t next_refresh_ms(const struct nsmgr *nm)
 static int64_t refresh_tick(void *arg)
 {
 	struct nsmgr *nm = arg;
-	int64_t now = mono_ms();
+	int64_t now = bg_mono_ms();
 	int64_t due = __atomic_load_n(&nm->refresh_due_ms, __ATOMIC_ACQUIRE);
 
 	if (now < due)

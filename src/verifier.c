@@ -173,14 +173,6 @@ static struct centry *pick_background(struct verifier *v)
 	return NULL;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /*
  * Files nobody opened, verified now?  With passthrough, yes: they are
  * read through the page cache, which the kernel reads next.  On the
@@ -191,7 +183,7 @@ static int64_t mono_ms(void)
  */
 static bool background_now(struct verifier *v, bool pt)
 {
-	v->deferred = !pt && mono_ms() - atomic_load(&v->last_open_ms) <
+	v->deferred = !pt && bg_mono_ms() - atomic_load(&v->last_open_ms) <
 			     QUIET_MS;
 	if (v->deferred && v->cur[LV_BACKGROUND]) {
 		/* hold no file while waiting (an eviction waits for it):
@@ -545,7 +537,7 @@ void verifier_note_open(struct verifier *v, struct centry *ce)
 
 	if (!v)
 		return;
-	atomic_store(&v->last_open_ms, mono_ms());
+	atomic_store(&v->last_open_ms, bg_mono_ms());
 	cache_ident(ce, &ci);
 	/* one chunk: its reader checks it at once, on its own worker,
 	 * where this one thread would queue the readers of many files */
