@@ -164,6 +164,20 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 	return false;
 }
 
+/* is a chunk of @ce, all of whose chunks are on disk or in flight, on its
+ * way to memory (staged) rather than to disk? */
+static bool staging(struct prefetcher *p, struct centry *ce,
+		    const struct cache_ident *ci)
+{
+	uint32_t c;
+
+	for (c = 0; c < ci->nchunks; c++)
+		if (cache_chunk_state(p->c, ce, c) == CH_FETCHING &&
+		    fetch_is_staged(p->f, ce, c))
+			return true;
+	return false;
+}
+
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
@@ -194,6 +208,9 @@ static void round_once(struct prefetcher *p)
 		if (!cache_missing(p->c, ce)) {
 			/* ready means on disk, not merely in flight */
 			p->ready[i] = cache_is_complete(p->c, ce);
+			/* staged, still in flight: refused like a staged one */
+			if (!p->ready[i] && staging(p, ce, &ci))
+				refused = true;
 			cache_busy_put(p->c, ce);
 			continue;
 		}

@@ -22,6 +22,7 @@ struct mem_be {
 	pthread_mutex_t lock;
 	struct mobj *objs;
 	bool hold;
+	char hold_key[256];	/* mem_hold_key(): only this one's reads */
 	struct backend_read *held[256];
 	int nheld;
 	int fail_n, fail_err;
@@ -100,7 +101,8 @@ static int mem_read(struct backend *be, struct backend_read *rd)
 	struct mem_be *m = mbe(be);
 
 	pthread_mutex_lock(&m->lock);
-	if (m->hold && m->nheld < (int)ARRAY_SIZE(m->held)) {
+	if ((m->hold || (m->hold_key[0] && !strcmp(m->hold_key, rd->key))) &&
+	    m->nheld < (int)ARRAY_SIZE(m->held)) {
 		m->held[m->nheld++] = rd;
 		pthread_mutex_unlock(&m->lock);
 		return 0;
@@ -148,6 +150,15 @@ void mem_hold(struct backend *be)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void mem_hold_key(struct backend *be, const char *key)
+{
+	struct mem_be *m = mbe(be);
+
+	pthread_mutex_lock(&m->lock);
+	snprintf(m->hold_key, sizeof(m->hold_key), "%s", key);
+	pthread_mutex_unlock(&m->lock);
+}
+
 void mem_release(struct backend *be)
 {
 	struct mem_be *m = mbe(be);
@@ -156,6 +167,7 @@ void mem_release(struct backend *be)
 
 	pthread_mutex_lock(&m->lock);
 	m->hold = false;
+	m->hold_key[0] = 0;
 	n = m->nheld;
 	memcpy(held, m->held, n * sizeof(held[0]));
 	m->nheld = 0;

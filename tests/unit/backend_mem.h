@@ -17,6 +17,8 @@ void mem_put(struct backend *be, const char *key, const void *data,
 /* mem_hold()/mem_release() - park reads; release completes them all */
 void mem_hold(struct backend *be);
 void mem_release(struct backend *be);
+/* mem_hold_key() - park the reads of object @key only (until release) */
+void mem_hold_key(struct backend *be, const char *key);
 /* mem_fail() - the next @n reads fail with @err (negative errno) */
 void mem_fail(struct backend *be, int n, int err);
 unsigned mem_reads(struct backend *be);

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prefetch.c: the order in which a list's files go to disk.  A real
+ * namespace (nsmgr.c), lists, cache, fetcher and prefetcher thread over
+ * the in-memory backend, whose reads of one object can be held.
+ *
+ * prefetch.c and nsmgr.c are not in the Makefile's CORE (the objects every
+ * unit test links), so they are compiled into this test, with a stub for
+ * manifest_open() (manifest_src.c needs the real backends) that no test
+ * here reaches.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../src/nsmgr.c"
+#include "../../src/prefetch.c"
+
+#include "cachenv.h"
+
+int manifest_open(const struct fusefs_conf *cf, const char *where, int *fd)
+{
+	return -ENOTSUP;	/* no manifest mounts in these tests */
+}
+
+struct penv {
+	struct env e;
+	struct nsmgr *nm;
+	struct lists *lists;
+	struct prefetcher *pf;
+};
+
+static int resolve(void *arg, const char *path, size_t len, uint64_t *fid,
+		   uint64_t *size)
+{
+	struct penv *p = arg;
+	struct ns *ns = nsmgr_rdlock(p->nm);
+	const struct ns_node *n = ns_resolve(ns, path, len);
+	struct ns_attr a;
+	int rc = -ENOENT;
+
+	if (n && n->is_dir) {
+		rc = -EISDIR;
+	} else if (n) {
+		ns_attr_get(ns, n, &a);
+		*fid = n->ino;
+		*size = a.size;
+		rc = 0;
+	}
+	nsmgr_unlock(p->nm);
+	return rc;
+}
+
+/* the cache entry of @key, held busy (cache_busy_put() it) */
+static struct centry *held(struct penv *p, const char *key)
+{
+	struct ns *ns = nsmgr_rdlock(p->nm);
+	const struct ns_node *n = ns_resolve(ns, key, strlen(key));
+	struct centry *ce = NULL;
+	struct ns_attr a;
+
+	CHECK(n != NULL);
+	ns_attr_get(ns, n, &a);
+	nsmgr_unlock(p->nm);
+	CHECK_INT(cache_hold(p->e.cache, n->ino, key, &a, &ce), ==, 0);
+	return ce;
+}
+
+static bool on_disk(struct penv *p, const char *key)
+{
+	struct centry *ce = held(p, key);
+	bool r = cache_is_complete(p->e.cache, ce);
+
+	cache_busy_put(p->e.cache, ce);
+	return r;
+}
+
+static bool staged(struct penv *p, const char *key)
+{
+	struct centry *ce = held(p, key);
+	bool r = fetch_is_staged(p->e.fetch, ce, 0);
+
+	cache_busy_put(p->e.cache, ce);
+	return r;
+}
+
+static void nap(void)
+{
+	nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+}
+
+static unsigned rounds(struct penv *p)
+{
+	return __atomic_load_n(&p->pf->rounds, __ATOMIC_RELAXED);
+}
+
+/*
+ * A file whose chunk is staged and still in flight keeps the files after
+ * it off the disk: the room left is for that file, whose reader comes
+ * first.  f0..f6 take 7.5 of the 8 MiB, f7 (1 MiB, held in flight) does
+ * not fit and is staged, f8 (0.5 MiB) would fit and must still be staged.
+ * Before the fix a full round passed over f7 as "in flight" and stored f8.
+ */
+static void test_staged_in_flight_keeps_later_files_off_disk(void)
+{
+	static const char *const names[] = {
+		"f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9",
+	};
+	static const size_t sizes[] = {
+		CS, CS, CS, CS, CS, CS, CS + CS / 2, CS, CS / 2, CS,
+	};
+	struct list_report rep;
+	struct penv p = { 0 };
+	char text[64] = "";
+	unsigned i, start;
+
+	env_init(&p.e, 8 * CS, 0, READ_DIRECT);
+	p.e.cf.source = strdup("mem://unit");	/* nsmgr names it in logs */
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		char *data = pattern(sizes[i], i);
+
+		mem_put(p.e.be, names[i], data, sizes[i]);
+		free(data);
+		strcat(text, names[i]);
+		strcat(text, "\n");
+	}
+	mem_hold_key(p.e.be, "f7");
+	CHECK_INT(nsmgr_open(&p.nm, p.e.be, p.e.meta, &p.e.cf, &p.e.st), ==, 0);
+	p.lists = lists_create();
+	CHECK(p.lists != NULL);
+	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
+		  ==, 0);
+	CHECK_INT(lists_publish(p.lists, "rank0", text, strlen(text), resolve,
+				&p, &rep), ==, 0);
+	CHECK_INT(rep.accepted, ==, ARRAY_SIZE(names));
+	prefetch_published(p.pf);
+
+	for (i = 0; i < 1000 && !(on_disk(&p, "f6") && staged(&p, "f7") &&
+				  (staged(&p, "f8") || on_disk(&p, "f8"))); i++)
+		nap();
+	for (i = 0; i < 7; i++)
+		CHECK(on_disk(&p, names[i]));
+	CHECK(staged(&p, "f7"));
+	/* two full rounds while f7 is in flight: each rechecks f8 */
+	start = rounds(&p);
+	for (i = 0; i < 1000 && rounds(&p) < start + 2 * RECHECK_ROUNDS; i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	CHECK_INT(rounds(&p), >=, start + 2 * RECHECK_ROUNDS);
+	CHECK(!on_disk(&p, "f8"));
+	CHECK(staged(&p, "f8"));
+	CHECK_INT(cache_free(p.e.cache), ==, CS / 2);	/* kept for f7 */
+
+	prefetch_stop(p.pf);
+	mem_release(p.e.be);
+	env_stop(&p.e);		/* drains the fetcher before the prefetcher goes */
+	prefetch_destroy(p.pf);
+	lists_destroy(p.lists);
+	nsmgr_close(p.nm);
+	env_start(&p.e);
+	env_fini(&p.e);
+}
+
+int main(void)
+{
+	runner_name = "test_prefetch";
+	log_level = LOG_ERR;
+	TEST(test_staged_in_flight_keeps_later_files_off_disk);
+	return runner_done();
+}
