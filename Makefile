@@ -64,7 +64,7 @@ test: all unit
 # ThreadSanitizer (tests/stress/README.md): on build-tsan/, the unit tests
 # that start threads, then the concurrency stress test over a file://
 # mount for STRESS_SECONDS; scripts/test.sh runs `make tsan`
-TSAN_UNIT      ?= test_bgthread test_cache test_ctl test_fetch test_s3walk
+TSAN_UNIT      ?= test_bgthread test_cache test_ctl test_fetch test_prefetch test_s3walk
 STRESS_SECONDS ?= 30
 TSAN_ENV        = TSAN_OPTIONS="halt_on_error=1 exitcode=66 $$TSAN_OPTIONS"
 tsan:

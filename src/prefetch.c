@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* prefetch.c - see prefetch.h */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ struct prefetcher {
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
 	bool *current;		/* fids[i] is in its list's current epoch */
-	unsigned rounds;	/* every RECHECK_ROUNDS-th looks at all */
+	/* every RECHECK_ROUNDS-th looks at all; atomic for tests to read */
+	atomic_uint rounds;
 };
 
 static void on_done(void *arg, bool stored)
@@ -181,7 +183,8 @@ static bool staging(struct prefetcher *p, struct centry *ce,
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
-	bool full = !(p->rounds++ % RECHECK_ROUNDS), busy = false;
+	bool full = !(atomic_fetch_add(&p->rounds, 1) % RECHECK_ROUNDS);
+	bool busy = false;
 	bool refused = false;	/* only staging from here on */
 	size_t i, n = full ? lists_window(p->lists, 0, p->fids, p->current,
 					  WINDOW_FILES) :

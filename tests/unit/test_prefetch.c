@@ -92,7 +92,7 @@ static void nap(void)
 
 static unsigned rounds(struct penv *p)
 {
-	return __atomic_load_n(&p->pf->rounds, __ATOMIC_RELAXED);
+	return atomic_load(&p->pf->rounds);
 }
 
 /*
