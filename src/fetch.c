@@ -298,8 +298,9 @@ static struct chunkbuf *chunk_alloc_locked(struct fetcher *f,
 }
 
 /*
- * Start fetching claimed chunk @id of @ce for @cls into a buffer of
- * @size bytes (a whole chunk, or a staged chunk's own length); submitted
+ * Start fetching claimed chunk @id of @ce for @cls into a buffer of the
+ * chunk's own length (a file's last chunk, or a small file, takes no more
+ * than it holds); submitted
  * by the caller if it has a buffer.  A demand read the budget cannot hold
  * now is queued without one (memwait_run() sends it later), and may be
  * waited on as any other.  Return: 0 (*@out set), -EBUSY (read-ahead or
@@ -307,9 +308,10 @@ static struct chunkbuf *chunk_alloc_locked(struct fetcher *f,
  */
 static int start_locked(struct fetcher *f, struct centry *ce,
 			const struct chunk_id *id, enum mb_class cls,
-			uint32_t size, struct inflight **out)
+			struct inflight **out)
 {
 	struct inflight *in = calloc(1, sizeof(*in));
+	uint32_t size = cache_chunk_len(f->c, ce, id->n);
 	bool nobudget = false;
 
 	if (!in)
@@ -438,7 +440,7 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 			continue;
 		if (cache_claim(f->c, ce, n) != CH_ABSENT)
 			continue;
-		if (start_locked(f, ce, &id, MB_AHEAD, f->cs, &in)) {
+		if (start_locked(f, ce, &id, MB_AHEAD, &in)) {
 			cache_abandon(f->c, ce, n);
 			break;		/* no memory for more: skipped */
 		}
@@ -676,7 +678,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 			break;
 		}
 		if (st == CH_ABSENT) {
-			rc = start_locked(f, ce, &id, MB_DEMAND, f->cs, &in);
+			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
 			if (rc) {
 				cache_abandon(f->c, ce, n);
 				break;
@@ -901,19 +903,20 @@ static void memwait_run(struct fetcher *f)
 	pthread_mutex_lock(&f->lock);
 	while (f->mwhead && n < (int)ARRAY_SIZE(go)) {
 		struct inflight *in = f->mwhead;
+		uint32_t size = cache_chunk_len(f->c, in->ce, in->id.n);
 
-		if (!charge_locked(f, MB_DEMAND, f->cs)) {
+		if (!charge_locked(f, MB_DEMAND, size)) {
 			if (atomic_load(&f->inflight) > f->nmemwait)
 				break;	/* a read in flight gives back */
 			membudget_force(f->mb, MB_DEMAND,
-					chunkbuf_charge(f->cs));
+					chunkbuf_charge(size));
 		}
 		f->mwhead = in->qnext;
 		if (!f->mwhead)
 			f->mwtail = NULL;
 		f->nmemwait--;
 		in->qnext = NULL;
-		in->cb = chunkbuf_new_charged(f->cs, f->mb, MB_DEMAND);
+		in->cb = chunkbuf_new_charged(size, f->mb, MB_DEMAND);
 		if (!in->cb) {
 			in->ret = -ENOMEM;	/* answered EIO by complete() */
 			complete_push(f, in);
@@ -1208,8 +1211,7 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 		goto out;
 	if (current && f->wanted && !f->wanted(f->wanted_arg, ci.fid))
 		goto out;
-	/* a staged chunk takes its own length, a prefetch a whole chunk */
-	size = stage ? cache_chunk_len(f->c, ce, n) : f->cs;
+	size = cache_chunk_len(f->c, ce, n);
 	if (stage && f->staged.bytes + atomic_load(&f->staging_bytes) +
 		     chunkbuf_charge(size) > f->stage_limit) {
 		rc = -ENOSPC;
@@ -1217,7 +1219,7 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	}
 	if (cache_claim(f->c, ce, n) != CH_ABSENT)
 		goto out;
-	rc = start_locked(f, ce, &id, MB_AHEAD, size, &in);
+	rc = start_locked(f, ce, &id, MB_AHEAD, &in);
 	if (rc) {
 		cache_abandon(f->c, ce, n);
 		goto out;			/* -EBUSY: no memory now */

@@ -185,6 +185,49 @@ static void test_memory_bound(void)
 	free(data);
 }
 
+/* a small file's chunk takes a buffer of its length, not a whole chunk:
+ * twelve cold 100 KiB files fit in flight where four whole chunks would */
+static void test_small_chunks_charge_their_length(void)
+{
+	struct membudget_usage u;
+	struct result r[12];
+	struct centry *ce[12];
+	struct env e;
+	char *data = pattern(100 << 10, 12);
+	int i;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	env_stop(&e);
+	e.cf.memory_limit = 4 * CS;
+	env_start(&e);
+	mem_hold(e.be);
+	for (i = 0; i < 12; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "small%d", i);
+		mem_put(e.be, key, data, 100 << 10);
+		ce[i] = attach(&e, key, NULL);
+		result_init(&r[i], 100 << 10);
+		CHECK_INT(fetch_read(e.fetch, ce[i], 0, 100 << 10, result_done,
+				     &r[i]), ==, 0);
+	}
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.used, ==, 12 * (100 << 10));
+	CHECK_INT(u.refused, ==, 0);
+	CHECK_INT(mem_reads(e.be), ==, 0);	/* all twelve held in flight */
+	mem_release(e.be);
+	for (i = 0; i < 12; i++) {
+		result_wait(&r[i]);
+		CHECK_INT(r[i].err, ==, 0);
+		CHECK_INT(r[i].len, ==, 100 << 10);
+		CHECK(!memcmp(r[i].buf, data, 100 << 10));
+		free(r[i].buf);
+		cache_detach(e.cache, ce[i]);
+	}
+	env_fini(&e);
+	free(data);
+}
+
 /* verified chunks handed to an open file are charged as read-ahead, and
  * not kept when the budget has no read-ahead room (3/4 of the limit) */
 static void test_keep_verified_is_charged(void)
@@ -365,6 +408,7 @@ int main(void)
 	TEST(test_replaced_mid_read);
 	TEST(test_retries);
 	TEST(test_memory_bound);
+	TEST(test_small_chunks_charge_their_length);
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
 	return runner_done();
