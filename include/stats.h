@@ -33,6 +33,7 @@
 	X(ns_swaps)		/* namespaces swapped in by a re-listing */ \
 	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
+	X(prefetch_kept_stored) /* refused on arrival, written later */ \
 	X(staged_chunks)	/* fetched ahead into memory only */	\
 	X(staged_unread)	/* of those, dropped before any read */ \
 	X(staged_stored)	/* of those, written to disk after all */ \

@@ -1107,6 +1107,41 @@ static bool write_staged(struct fetcher *f, struct centry *ce,
 }
 
 /*
+ * Write chunk @n of @ce (held by the caller), kept in memory after the
+ * cache refused it (a prefetch whose victims were busy when it arrived),
+ * to the cache as a prefetch, if it is absent there and the policy takes
+ * it now.  The set keeps its copy either way (a reader may be using it).
+ * Return: true if written.
+ */
+static bool write_kept(struct fetcher *f, struct centry *ce,
+		       const struct cache_ident *ci, uint32_t n)
+{
+	struct chunkbuf *cb;
+	int rc = -EBUSY;
+
+	pthread_mutex_lock(&f->lock);
+	cb = memchunks_get(&f->mem, ci->fid, ci->gen, n);
+	if (cb && cache_claim(f->c, ce, n) == CH_ABSENT)
+		cb = chunkbuf_get(cb);
+	else
+		cb = NULL;
+	pthread_mutex_unlock(&f->lock);
+	if (!cb)
+		return false;
+	rc = cache_store_chunk(f->c, ce, n, cb, hash64(cb->data, cb->len, 0),
+			       ADMIT_PREFETCH);
+	pthread_mutex_lock(&f->lock);
+	if (rc)
+		cache_abandon(f->c, ce, n);
+	pthread_mutex_unlock(&f->lock);
+	chunkbuf_put(cb);
+	if (rc)
+		return false;
+	stat_inc(f->st, prefetch_kept_stored);
+	return true;
+}
+
+/*
  * The staged chunks of @ce (held), consumed: each is offered to the cache
  * as a demand read's chunk would be at its completion (the file was just
  * read, so the policy weighs its next use), in chunk order while they
@@ -1205,6 +1240,12 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 		/* staged, and the policy wants it now: no second fetch */
 		pthread_mutex_unlock(&f->lock);
 		return write_staged(f, ce, &ci, n, ADMIT_PREFETCH);
+	}
+	if (!stage && n < ci.nchunks &&
+	    memchunks_has(&f->mem, id.fid, id.gen, id.n)) {
+		/* kept in memory (its store was refused): written from there */
+		pthread_mutex_unlock(&f->lock);
+		return write_kept(f, ce, &ci, n);
 	}
 	if (n >= ci.nchunks || mem_has_locked(f, &id) ||
 	    failed_lately_locked(f, id_key(&id)))

@@ -163,10 +163,87 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 	env_fini(&p.e);
 }
 
+/*
+ * A prefetched chunk whose store is refused when it arrives (the victims
+ * the policy chose were busy meanwhile, e.g. being verified) is kept in
+ * memory so it is not fetched twice; once room can be made, the
+ * prefetcher writes it to disk from there.  Before, it stayed in memory
+ * and the file never reached the disk (test_rewarm_at_mount's failure).
+ */
+static void test_refused_prefetch_is_written_from_memory_later(void)
+{
+	static const char *const old[] = { "a", "b", "c", "d" };
+	struct centry *busy[4];
+	struct list_report rep;
+	struct penv p = { 0 };
+	char *data = pattern(CS, 7);
+	unsigned i, start;
+
+	env_init(&p.e, 4 * CS, 0, READ_DIRECT);
+	p.e.cf.source = strdup("mem://unit");
+	for (i = 0; i < 4; i++)
+		mem_put(p.e.be, old[i], data, CS);
+	mem_put(p.e.be, "w", data, CS);
+	CHECK_INT(nsmgr_open(&p.nm, p.e.be, p.e.meta, &p.e.cf, &p.e.st), ==, 0);
+	p.lists = lists_create();
+	CHECK(p.lists != NULL);
+	for (i = 0; i < 4; i++) {		/* the cache full, no list */
+		struct result r;
+		struct centry *ce = held(&p, old[i]);
+
+		result_init(&r, CS);
+		CHECK_INT(fetch_read(p.e.fetch, ce, 0, CS, result_done, &r), ==, 0);
+		result_wait(&r);
+		CHECK_INT(r.err, ==, 0);
+		free(r.buf);
+		cache_busy_put(p.e.cache, ce);
+	}
+	for (i = 0; i < 1000 && !on_disk(&p, "d"); i++)
+		nap();
+	CHECK_INT(cache_free(p.e.cache), ==, 0);
+
+	mem_hold_key(p.e.be, "w");
+	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
+		  ==, 0);
+	CHECK_INT(lists_publish(p.lists, "warm", "w\n", 2, resolve, &p, &rep),
+		  ==, 0);
+	prefetch_published(p.pf);
+	for (i = 0; i < 1000 && !p.e.st.prefetch_chunks; i++)
+		nap();
+	CHECK_INT(p.e.st.prefetch_chunks, ==, 1);	/* in flight, held */
+	for (i = 0; i < 4; i++)			/* the victims get busy */
+		busy[i] = held(&p, old[i]);
+	mem_release(p.e.be);
+	for (i = 0; i < 1000 && !p.e.st.chunks_not_stored; i++)
+		nap();
+	CHECK_INT(p.e.st.chunks_not_stored, ==, 1);	/* refused: kept */
+	for (i = 0; i < 4; i++)
+		cache_busy_put(p.e.cache, busy[i]);
+	start = rounds(&p);
+	for (i = 0; i < 1000 && !on_disk(&p, "w") &&
+		    rounds(&p) < start + 2 * RECHECK_ROUNDS; i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	CHECK(on_disk(&p, "w"));
+	CHECK_INT(mem_reads(p.e.be), ==, 5);		/* not fetched twice */
+	CHECK_INT(p.e.st.prefetch_kept_stored, ==, 1);
+
+	prefetch_stop(p.pf);
+	env_stop(&p.e);
+	prefetch_destroy(p.pf);
+	lists_destroy(p.lists);
+	nsmgr_close(p.nm);
+	env_start(&p.e);
+	env_fini(&p.e);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_prefetch";
 	log_level = LOG_ERR;
 	TEST(test_staged_in_flight_keeps_later_files_off_disk);
+	TEST(test_refused_prefetch_is_written_from_memory_later);
 	return runner_done();
 }
