@@ -202,7 +202,7 @@ static void test_small_chunks_charge_their_length(void)
 	env_start(&e);
 	mem_hold(e.be);
 	for (i = 0; i < 12; i++) {
-		char key[16];
+		char key[32];
 
 		snprintf(key, sizeof(key), "small%d", i);
 		mem_put(e.be, key, data, 100 << 10);
