@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * chunkbuf.h - a chunk's bytes in memory, shared by reference counting.
- * The data area is 4 KiB aligned (O_DIRECT) and holds a whole chunk.
+ * The data area is 4 KiB aligned (O_DIRECT) and holds a chunk (a file's
+ * last or only chunk may be shorter than the chunk size).
  * Any thread may take or drop references; the last put frees it.
  *
- * A data area of over 256 KiB is its own anonymous mapping, so the last
- * put returns the memory to the system at once (malloc'ed 4 MiB blocks
- * stayed in glibc's per-thread arenas: RSS well above what was in use).
- * Smaller ones (a small file's chunk) come from malloc: a mapping, its
- * page faults and its unmapping cost more than the read of the chunk
- * (first epoch after a restart of 100 KiB files on the daemon path: 2.9
- * -> 1.8 s/GiB of daemon CPU); what glibc keeps of them is bounded by
- * the memory budget that charges them.  A buffer
- * may carry a charge of the memory budget (membudget.h), given back by
- * the last put.
+ * Every data area is an anonymous mapping of its own, so memory a buffer
+ * gave back leaves the process (malloc'ed 4 MiB blocks stayed in glibc's
+ * per-thread arenas, and malloc'ed small ones fragmented the heap that
+ * the per-file structures share: RSS grew with the files read).  A small
+ * file's chunk gets a mapping of its own length rounded up to a power of
+ * two from 4 KiB to 256 KiB; the last put keeps such a mapping on a free
+ * list of its size class, up to CHUNKBUF_POOL_MAX bytes in all, so the
+ * next one of that class costs no system call and no page fault (a
+ * fresh mapping, its faults and its unmapping per 100 KiB file cost more
+ * than reading it from the cache).  Larger ones are unmapped at once.
+ * A buffer may carry a charge of the memory budget (membudget.h), given
+ * back by the last put; the idle pool is not charged (it is bounded).
  */
 #ifndef FUSEFS_CHUNKBUF_H
 #define FUSEFS_CHUNKBUF_H
@@ -23,6 +26,9 @@
 #include <stdint.h>
 
 #include "membudget.h"
+
+/* idle small mappings kept for reuse, in bytes */
+#define CHUNKBUF_POOL_MAX	(4U << 20)
 
 struct chunkbuf {
 	atomic_int ref;
@@ -43,11 +49,14 @@ struct chunkbuf *chunkbuf_new(uint32_t size);
  */
 struct chunkbuf *chunkbuf_new_charged(uint32_t size, struct membudget *mb,
 				      enum mb_class cls);
-/* chunkbuf_charge() - the bytes a buffer of @size bytes is charged */
+/* chunkbuf_charge() - the bytes a buffer of @size bytes is charged: its
+ * mapping (4 KiB multiples; a power of two up to 256 KiB) */
 uint64_t chunkbuf_charge(uint32_t size);
 struct chunkbuf *chunkbuf_get(struct chunkbuf *cb);
 /* chunkbuf_put() - drop a reference; NULL is fine */
 void chunkbuf_put(struct chunkbuf *cb);
+/* chunkbuf_pooled() - bytes of idle mappings kept for reuse now */
+size_t chunkbuf_pooled(void);
 /* chunkbuf_refs() - references held now (1: only the caller's) */
 int chunkbuf_refs(struct chunkbuf *cb);
 

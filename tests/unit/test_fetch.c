@@ -185,8 +185,9 @@ static void test_memory_bound(void)
 	free(data);
 }
 
-/* a small file's chunk takes a buffer of its length, not a whole chunk:
- * twelve cold 100 KiB files fit in flight where four whole chunks would */
+/* a small file's chunk takes a buffer of its length (a power of two up
+ * to 256 KiB: 128 KiB), not a whole chunk: twelve cold 100 KiB files fit
+ * in flight where four whole chunks would */
 static void test_small_chunks_charge_their_length(void)
 {
 	struct membudget_usage u;
@@ -212,7 +213,8 @@ static void test_small_chunks_charge_their_length(void)
 				     &r[i]), ==, 0);
 	}
 	membudget_usage(fetch_budget(e.fetch), &u);
-	CHECK_INT(u.used, ==, 12 * (100 << 10));
+	CHECK_INT(chunkbuf_charge(100 << 10), ==, 128 << 10);
+	CHECK_INT(u.used, ==, 12 * (128 << 10));
 	CHECK_INT(u.refused, ==, 0);
 	CHECK_INT(mem_reads(e.be), ==, 0);	/* all twelve held in flight */
 	mem_release(e.be);
@@ -226,6 +228,37 @@ static void test_small_chunks_charge_their_length(void)
 	}
 	env_fini(&e);
 	free(data);
+}
+
+/* idle small mappings are reused (the same one comes back), the pool is
+ * bounded, and large buffers are never pooled */
+static void test_chunkbuf_pool(void)
+{
+	struct chunkbuf *cb[64], *again;
+	size_t before = chunkbuf_pooled();
+	void *p;
+	int i;
+
+	cb[0] = chunkbuf_new(100 << 10);
+	CHECK(cb[0] != NULL);
+	CHECK_INT(cb[0]->mapped, ==, 128 << 10);
+	memset(cb[0]->data, 7, cb[0]->mapped);	/* all of it is ours */
+	p = cb[0]->data;
+	chunkbuf_put(cb[0]);
+	again = chunkbuf_new(65 << 10);		/* same class */
+	CHECK(again->data == p);
+	chunkbuf_put(again);
+	for (i = 0; i < 64; i++)
+		cb[i] = chunkbuf_new(256 << 10);
+	for (i = 0; i < 64; i++)
+		chunkbuf_put(cb[i]);
+	CHECK_INT(chunkbuf_pooled(), <=, CHUNKBUF_POOL_MAX);
+	CHECK_INT(chunkbuf_pooled(), >=, before);
+	cb[0] = chunkbuf_new(CS);
+	CHECK_INT(cb[0]->mapped, ==, CS);
+	before = chunkbuf_pooled();
+	chunkbuf_put(cb[0]);
+	CHECK_INT(chunkbuf_pooled(), ==, before);	/* unmapped */
 }
 
 /* verified chunks handed to an open file are charged as read-ahead, and
@@ -386,7 +419,7 @@ static void test_stage(void)
 	CHECK_INT(fetch_stage(e.fetch, ce, 0, false), ==, 1);
 	wait_staged(&e, ce, 1);
 	membudget_usage(fetch_budget(e.fetch), &u);
-	CHECK_INT(u.by_class[MB_AHEAD], ==, 12288);
+	CHECK_INT(u.by_class[MB_AHEAD], ==, 16384);	/* its size class */
 	CHECK_INT(read_all(&e, ce, got, 10000), ==, 0);
 	CHECK(!memcmp(got, data, 10000));
 	fetch_close(e.fetch, ce);
@@ -409,6 +442,7 @@ int main(void)
 	TEST(test_retries);
 	TEST(test_memory_bound);
 	TEST(test_small_chunks_charge_their_length);
+	TEST(test_chunkbuf_pool);
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
 	return runner_done();
