@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from checks import data_files, rnd
-from mountlib import run_fusefs
+from checks import cached, data_files, rnd
+from mountlib import run_fusefs, wait_for
 from util import read_uncached
 
 DAMAGE = ["cut_8k", "cut_quarter", "cut_half", "garbage"]
@@ -90,6 +90,9 @@ def test_eviction_not_committed_before_a_crash(mounter, sized, tmp_path):
     for name, d in sized.items():
         assert read_uncached(m.path(name)) == d
     ino = {n: os.stat(m.path(n)).st_ino for n in ("big", "chunk_plus_1")}
+    # chunks are stored after the reply: count them once all are there
+    assert wait_for(lambda: all(cached(m, n) == (len(d) + 4095) // 4096 * 4096
+                                for n, d in sized.items()))
     used = m.stats()["cache_bytes_used"]
     m.umount()
 
