@@ -19,6 +19,8 @@ struct memchunk_slot {
 	uint64_t fid, gen;
 	uint32_t n;
 	uint64_t stamp;			/* last use; 0: empty */
+	unsigned holds;			/* memchunks_hold()s: never replaced
+					 * or dropped while > 0 */
 	struct chunkbuf *cb;
 };
 
@@ -38,7 +40,7 @@ struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,
 bool memchunks_has(const struct memchunks *m, uint64_t fid, uint64_t gen,
 		   uint32_t n);
 /* memchunks_put() - keep @cb (a reference is taken), replacing the same
- * key or the least recently used */
+ * key or the least recently used chunk not held (none: @cb is not kept) */
 void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
 		   uint32_t n, struct chunkbuf *cb);
 /*
@@ -47,7 +49,17 @@ void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
  * goes back (to the budget, membudget.h).  Return: false if none.
  */
 bool memchunks_reclaim(struct memchunks *m);
-/* memchunks_drop() - forget every chunk of @fid at @gen */
+/* memchunks_drop() - forget every chunk of @fid at @gen but those held */
 void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen);
+/*
+ * memchunks_hold() - the chunk (no reference taken) or NULL; until
+ * memchunks_unhold() it stays in the set, found by every look-up: while
+ * the owner writes it to the cache, the chunk is claimed there with no
+ * fetch in flight, and a reader must find its bytes here.
+ */
+struct chunkbuf *memchunks_hold(struct memchunks *m, uint64_t fid,
+				uint64_t gen, uint32_t n);
+void memchunks_unhold(struct memchunks *m, uint64_t fid, uint64_t gen,
+		      uint32_t n);
 
 #endif

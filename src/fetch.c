@@ -1110,8 +1110,9 @@ static bool write_staged(struct fetcher *f, struct centry *ce,
  * Write chunk @n of @ce (held by the caller), kept in memory after the
  * cache refused it (a prefetch whose victims were busy when it arrived),
  * to the cache as a prefetch, if it is absent there and the policy takes
- * it now.  The set keeps its copy either way (a reader may be using it).
- * Return: true if written.
+ * it now.  While it is claimed and written it is held in the set (a reader
+ * finds its bytes there, as write_staged() does for a staged chunk); the
+ * set keeps its copy afterwards either way.  Return: true if written.
  */
 static bool write_kept(struct fetcher *f, struct centry *ce,
 		       const struct cache_ident *ci, uint32_t n)
@@ -1120,19 +1121,25 @@ static bool write_kept(struct fetcher *f, struct centry *ce,
 	int rc = -EBUSY;
 
 	pthread_mutex_lock(&f->lock);
-	cb = memchunks_get(&f->mem, ci->fid, ci->gen, n);
-	if (cb && cache_claim(f->c, ce, n) == CH_ABSENT)
+	cb = memchunks_hold(&f->mem, ci->fid, ci->gen, n);
+	if (cb && cache_claim(f->c, ce, n) == CH_ABSENT) {
 		cb = chunkbuf_get(cb);
-	else
+	} else {
+		if (cb)
+			memchunks_unhold(&f->mem, ci->fid, ci->gen, n);
 		cb = NULL;
+	}
 	pthread_mutex_unlock(&f->lock);
 	if (!cb)
 		return false;
+	/* claimed with no fetch in flight: readers find the bytes in the
+	 * set, which keeps them until the unhold */
 	rc = cache_store_chunk(f->c, ce, n, cb, hash64(cb->data, cb->len, 0),
 			       ADMIT_PREFETCH);
 	pthread_mutex_lock(&f->lock);
 	if (rc)
 		cache_abandon(f->c, ce, n);
+	memchunks_unhold(&f->mem, ci->fid, ci->gen, n);
 	pthread_mutex_unlock(&f->lock);
 	chunkbuf_put(cb);
 	if (rc)

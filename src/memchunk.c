@@ -57,14 +57,22 @@ struct chunkbuf *memchunks_get(struct memchunks *m, uint64_t fid,
 void memchunks_put(struct memchunks *m, uint64_t fid, uint64_t gen,
 		   uint32_t n, struct chunkbuf *cb)
 {
-	struct memchunk_slot *s = find(m, fid, gen, n);
+	struct memchunk_slot *s = find(m, fid, gen, n), *t;
 	unsigned i;
 
-	if (!s) {
-		s = &m->slot[0];
-		for (i = 1; i < m->max && s->cb; i++)
-			if (!m->slot[i].cb || m->slot[i].stamp < s->stamp)
-				s = &m->slot[i];
+	if (s && s->holds)
+		return;			/* the same bytes, held: they stay */
+	for (i = 0; !s && i < m->max; i++)	/* an empty slot */
+		if (!m->slot[i].cb)
+			s = &m->slot[i];
+	if (!s) {				/* else the LRU not held */
+		for (i = 0; i < m->max; i++) {
+			t = &m->slot[i];
+			if (!t->holds && (!s || t->stamp < s->stamp))
+				s = t;
+		}
+		if (!s)
+			return;		/* every slot held: not kept */
 	}
 	chunkbuf_get(cb);
 	chunkbuf_put(s->cb);
@@ -83,7 +91,7 @@ bool memchunks_reclaim(struct memchunks *m)
 	for (i = 0; i < m->max; i++) {
 		struct memchunk_slot *s = &m->slot[i];
 
-		if (s->cb && chunkbuf_refs(s->cb) == 1 &&
+		if (s->cb && !s->holds && chunkbuf_refs(s->cb) == 1 &&
 		    (!lru || s->stamp < lru->stamp))
 			lru = s;
 	}
@@ -102,10 +110,31 @@ void memchunks_drop(struct memchunks *m, uint64_t fid, uint64_t gen)
 	for (i = 0; i < m->max; i++) {
 		struct memchunk_slot *s = &m->slot[i];
 
-		if (s->cb && s->fid == fid && s->gen == gen) {
+		if (s->cb && !s->holds && s->fid == fid && s->gen == gen) {
 			chunkbuf_put(s->cb);
 			s->cb = NULL;
 			s->stamp = 0;
 		}
 	}
+}
+
+struct chunkbuf *memchunks_hold(struct memchunks *m, uint64_t fid,
+				uint64_t gen, uint32_t n)
+{
+	struct memchunk_slot *s = find(m, fid, gen, n);
+
+	if (!s)
+		return NULL;
+	s->holds++;
+	s->stamp = ++m->clock;
+	return s->cb;
+}
+
+void memchunks_unhold(struct memchunks *m, uint64_t fid, uint64_t gen,
+		      uint32_t n)
+{
+	struct memchunk_slot *s = find(m, fid, gen, n);
+
+	if (s && s->holds)
+		s->holds--;
 }

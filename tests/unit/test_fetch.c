@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The read path (fetch.c) against the in-memory backend: byte-exact
- * reads, single flight, read-ahead, an object replaced mid-read, retries.
+ * reads, single flight, read-ahead, an object replaced mid-read, retries,
+ * buffers of a chunk's length and their pool, chunks held in memory.
  */
 #include "cachenv.h"
 #include "membudget.h"
+#include "memchunk.h"
 
 static void test_sizes_exact(void)
 {
@@ -230,6 +232,40 @@ static void test_small_chunks_charge_their_length(void)
 	free(data);
 }
 
+/* a held chunk is neither replaced nor dropped nor reclaimed until its
+ * unhold: while it is written to the cache, readers find it in the set */
+static void test_memchunk_holds(void)
+{
+	struct memchunks m;
+	struct chunkbuf *a = chunkbuf_new(4096), *b = chunkbuf_new(4096);
+	struct chunkbuf *c = chunkbuf_new(4096), *d = chunkbuf_new(4096);
+
+	CHECK_INT(memchunks_init(&m, 2), ==, 0);
+	memchunks_put(&m, 1, 1, 0, a);
+	memchunks_put(&m, 2, 1, 0, b);
+	CHECK(memchunks_hold(&m, 1, 1, 0) == a);	/* a: held */
+	memchunks_get(&m, 2, 1, 0);			/* a is the LRU now */
+	memchunks_put(&m, 3, 1, 0, c);			/* replaces b, not a */
+	chunkbuf_put(a);			/* the set's references only */
+	chunkbuf_put(c);
+	CHECK(memchunks_has(&m, 1, 1, 0) && !memchunks_has(&m, 2, 1, 0));
+	memchunks_drop(&m, 1, 1);
+	CHECK(memchunks_has(&m, 1, 1, 0));		/* held: stays */
+	CHECK(memchunks_hold(&m, 3, 1, 0) == c);
+	memchunks_put(&m, 4, 1, 0, d);			/* every slot held */
+	CHECK(!memchunks_has(&m, 4, 1, 0));
+	CHECK(!memchunks_reclaim(&m));
+	memchunks_unhold(&m, 1, 1, 0);
+	memchunks_unhold(&m, 3, 1, 0);
+	memchunks_drop(&m, 1, 1);
+	CHECK(!memchunks_has(&m, 1, 1, 0));
+	CHECK(memchunks_reclaim(&m));			/* c goes */
+	CHECK(!memchunks_has(&m, 3, 1, 0));
+	memchunks_release(&m);
+	chunkbuf_put(b);
+	chunkbuf_put(d);
+}
+
 /* idle small mappings are reused (the same one comes back), the pool is
  * bounded, and large buffers are never pooled */
 static void test_chunkbuf_pool(void)
@@ -443,6 +479,7 @@ int main(void)
 	TEST(test_memory_bound);
 	TEST(test_small_chunks_charge_their_length);
 	TEST(test_chunkbuf_pool);
+	TEST(test_memchunk_holds);
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
 	return runner_done();
