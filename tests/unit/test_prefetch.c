@@ -31,6 +31,29 @@ struct penv {
 	struct prefetcher *pf;
 };
 
+/* the namespace and lists over the objects put into @p's backend */
+static void penv_open(struct penv *p)
+{
+	p->e.cf.source = strdup("mem://unit");	/* nsmgr names it in logs */
+	CHECK_INT(nsmgr_open(&p->nm, p->e.be, p->e.meta, &p->e.cf, &p->e.st),
+		  ==, 0);
+	p->lists = lists_create();
+	CHECK(p->lists != NULL);
+}
+
+/* held reads released; the fetcher drained before the prefetcher goes */
+static void penv_fini(struct penv *p)
+{
+	prefetch_stop(p->pf);
+	mem_release(p->e.be);
+	fetch_destroy(p->e.fetch);
+	p->e.fetch = NULL;
+	prefetch_destroy(p->pf);
+	lists_destroy(p->lists);
+	nsmgr_close(p->nm);
+	env_fini(&p->e);
+}
+
 static int resolve(void *arg, const char *path, size_t len, uint64_t *fid,
 		   uint64_t *size)
 {
@@ -116,7 +139,6 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 	unsigned i, start;
 
 	env_init(&p.e, 8 * CS, 0, READ_DIRECT);
-	p.e.cf.source = strdup("mem://unit");	/* nsmgr names it in logs */
 	for (i = 0; i < ARRAY_SIZE(names); i++) {
 		char *data = pattern(sizes[i], i);
 
@@ -126,9 +148,7 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 		strcat(text, "\n");
 	}
 	mem_hold_key(p.e.be, "f7");
-	CHECK_INT(nsmgr_open(&p.nm, p.e.be, p.e.meta, &p.e.cf, &p.e.st), ==, 0);
-	p.lists = lists_create();
-	CHECK(p.lists != NULL);
+	penv_open(&p);
 	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
 		  ==, 0);
 	CHECK_INT(lists_publish(p.lists, "rank0", text, strlen(text), resolve,
@@ -153,14 +173,7 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 	CHECK(staged(&p, "f8"));
 	CHECK_INT(cache_free(p.e.cache), ==, CS / 2);	/* kept for f7 */
 
-	prefetch_stop(p.pf);
-	mem_release(p.e.be);
-	env_stop(&p.e);		/* drains the fetcher before the prefetcher goes */
-	prefetch_destroy(p.pf);
-	lists_destroy(p.lists);
-	nsmgr_close(p.nm);
-	env_start(&p.e);
-	env_fini(&p.e);
+	penv_fini(&p);
 }
 
 /*
@@ -180,13 +193,10 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 	unsigned i, start;
 
 	env_init(&p.e, 4 * CS, 0, READ_DIRECT);
-	p.e.cf.source = strdup("mem://unit");
 	for (i = 0; i < 4; i++)
 		mem_put(p.e.be, old[i], data, CS);
 	mem_put(p.e.be, "w", data, CS);
-	CHECK_INT(nsmgr_open(&p.nm, p.e.be, p.e.meta, &p.e.cf, &p.e.st), ==, 0);
-	p.lists = lists_create();
-	CHECK(p.lists != NULL);
+	penv_open(&p);
 	for (i = 0; i < 4; i++) {		/* the cache full, no list */
 		struct result r;
 		struct centry *ce = held(&p, old[i]);
@@ -229,13 +239,7 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 	CHECK_INT(mem_reads(p.e.be), ==, 5);		/* not fetched twice */
 	CHECK_INT(p.e.st.prefetch_kept_stored, ==, 1);
 
-	prefetch_stop(p.pf);
-	env_stop(&p.e);
-	prefetch_destroy(p.pf);
-	lists_destroy(p.lists);
-	nsmgr_close(p.nm);
-	env_start(&p.e);
-	env_fini(&p.e);
+	penv_fini(&p);
 	free(data);
 }
 
