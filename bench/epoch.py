@@ -80,8 +80,8 @@ NETNS_SH = os.path.join(bl.HERE, "netns.sh")
 NS_IP = "10.213.0.2"
 BUCKET = "bench"
 LIST_NAME = "bench"
-ALL_MODES = ["fusefs-list", "fusefs-heat", "fusefs-lru", "s3fs", "rclone",
-             "fusefs-list-base"]      # fusefs-list with --base-bin (an A/B)
+DEFAULT_MODES = ["fusefs-list", "fusefs-heat", "fusefs-lru", "s3fs", "rclone"]
+ALL_MODES = DEFAULT_MODES + ["fusefs-list-base"]   # fusefs-list with --base-bin (an A/B)
 ALL_VARIANTS = ["full", "drop90", "ranks2"]
 
 
@@ -585,8 +585,9 @@ def main():
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--datasets", default="shards32,shards8,small",
                     help="shardsN (N MiB shards) and/or small")
-    ap.add_argument("--modes", default=",".join(ALL_MODES),
-                    help="modes of the full variant")
+    ap.add_argument("--modes", default=",".join(DEFAULT_MODES),
+                    help="modes of the full variant (also: fusefs-list-base, "
+                         "with --base-bin)")
     ap.add_argument("--variants", default=",".join(ALL_VARIANTS))
     ap.add_argument("--variant-modes", default="fusefs-list,fusefs-heat",
                     help="modes of the drop90 and ranks2 variants")

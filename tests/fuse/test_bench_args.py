@@ -1,0 +1,25 @@
+"""The benchmark scripts' defaults: `make bench` runs them without options,
+so their default arguments must be a runnable configuration.  Checked up to
+the first thing a run needs (the fusefs binary), with a binary that does not
+exist: each script must stop there, saying so, and start nothing."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("script,prefix", [("epoch", "epoch bench"),
+                                           ("local", "bench-local"),
+                                           ("s3", "s3 bench")])
+def test_defaults_get_as_far_as_the_binary(script, prefix):
+    if os.geteuid() != 0:
+        pytest.skip("the scripts check for root first")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script + ".py"),
+                        "--bin", "/nonexistent/fusefs"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "%s: /nonexistent/fusefs is not executable" % prefix in r.stderr + r.stdout
