@@ -50,10 +50,13 @@ struct pt_inode {
 	uint64_t ino;
 	unsigned opens;
 	int backing_id;			/* > 0: passthrough, 0: cached */
+	bool opening;			/* its first open is in the ioctl */
 };
 
 struct passthrough {
-	pthread_mutex_t lock;		/* guards inodes; a leaf lock */
+	pthread_mutex_t lock;		/* guards inodes; a leaf lock, never
+					 * held across a system call */
+	pthread_cond_t opened;		/* an inode's opening ended */
 	struct htab inodes;		/* ino -> pt_inode, while open */
 	int fd;				/* the session's device */
 	enum passthrough_mode mode;
@@ -202,6 +205,7 @@ int passthrough_setup(struct passthrough **out, struct fuse_session *se,
 	pt->mode = mode;
 	pt->fd = fuse_session_fd(se);
 	pthread_mutex_init(&pt->lock, NULL);
+	pthread_cond_init(&pt->opened, NULL);
 	htab_init(&pt->inodes, inode_key);
 	*out = pt;
 	if (mode == PASSTHROUGH_OFF)
@@ -227,41 +231,61 @@ void passthrough_destroy(struct passthrough *pt)
 	for (i = 0; i < pt->inodes.cap; i++)
 		free(pt->inodes.slot[i]);
 	htab_release(&pt->inodes);
+	pthread_cond_destroy(&pt->opened);
 	pthread_mutex_destroy(&pt->lock);
 	free(pt);
 }
 
+/*
+ * The first open of an inode registers its backing file with an ioctl on
+ * /dev/fuse, the last release unregisters it; both outside pt->lock, so
+ * that the workers opening other files do not queue behind a system call
+ * (a warm epoch of small files opens and releases one inode per file).
+ * Opens of the inode meanwhile wait for the first one's outcome.
+ */
 int passthrough_acquire(struct passthrough *pt, uint64_t ino, int file_fd)
 {
-	struct pt_inode *pi;
+	struct pt_inode *pi, *fresh;
 	int id = 0;
 
 	if (!passthrough_active(pt))
 		return 0;
+	fresh = calloc(1, sizeof(*fresh));	/* not under the lock */
+	if (fresh) {
+		fresh->ino = ino;
+		fresh->opens = 1;
+		fresh->opening = file_fd >= 0;
+	}
 	pthread_mutex_lock(&pt->lock);
 	pi = htab_get(&pt->inodes, ino);
-	if (!pi) {
-		pi = calloc(1, sizeof(*pi));
-		if (pi)
-			pi->ino = ino;
-		if (pi && htab_put(&pt->inodes, pi)) {
-			free(pi);
-			pi = NULL;
-		}
-		if (pi && file_fd >= 0) {
-			id = passthrough_backing_open(pt, file_fd);
-			if (id < 0) {
-				log_warn("passthrough: backing file refused: %s; this open goes through the daemon",
-					 strerror(-id));
-				id = 0;
-			}
-			pi->backing_id = id;
-		}
-	}
 	if (pi) {
+		/* open already: its mode, once its first open has one */
 		pi->opens++;
+		while (pi->opening)
+			pthread_cond_wait(&pt->opened, &pt->lock);
 		id = pi->backing_id;
+		pthread_mutex_unlock(&pt->lock);
+		free(fresh);
+		return id;
 	}
+	if (!fresh || htab_put(&pt->inodes, fresh)) {
+		pthread_mutex_unlock(&pt->lock);
+		free(fresh);
+		return 0;			/* no memory: cached mode */
+	}
+	pthread_mutex_unlock(&pt->lock);
+	if (file_fd < 0)
+		return 0;			/* cached mode */
+	id = passthrough_backing_open(pt, file_fd);
+	if (id < 0) {
+		log_warn("passthrough: backing file refused: %s; this open goes through the daemon",
+			 strerror(-id));
+		id = 0;
+	}
+	pthread_mutex_lock(&pt->lock);
+	fresh->backing_id = id;
+	fresh->opening = false;
+	pthread_cond_broadcast(&pt->opened);
 	pthread_mutex_unlock(&pt->lock);
 	return id;
 }
@@ -274,12 +298,15 @@ void passthrough_release(struct passthrough *pt, uint64_t ino)
 		return;
 	pthread_mutex_lock(&pt->lock);
 	pi = htab_get(&pt->inodes, ino);
-	if (pi && --pi->opens == 0) {
-		htab_del(&pt->inodes, ino);
+	if (pi && --pi->opens == 0)
+		htab_del(&pt->inodes, ino);	/* a new open makes its own */
+	else
+		pi = NULL;
+	pthread_mutex_unlock(&pt->lock);
+	if (pi) {
 		passthrough_backing_close(pt, pi->backing_id);
 		free(pi);
 	}
-	pthread_mutex_unlock(&pt->lock);
 }
 
 bool passthrough_active(const struct passthrough *pt)

@@ -66,6 +66,47 @@ def test_complete_files_are_read_by_the_kernel(mounter, sized):
     assert "passthrough: on" in m.log()
 
 
+def test_concurrent_opens_share_one_backing_file(mounter, src):
+    """many threads opening the same complete files at once: each inode's
+    first open registers its backing file (outside the daemon's lock) while
+    the others wait for it; every open is a passthrough one and every byte
+    right; the ids are released (a later open of each works)"""
+    import threading
+    files = {"c%d" % i: rnd(CHUNK + 4096 * i + 11, 60 + i) for i in range(4)}
+    put(src, files)
+    m = mounter()
+    for name, d in files.items():
+        warm(m, name, d)
+        until_passthrough(m, name, d)
+    before = m.stats()
+    errors = []
+    start = threading.Barrier(8)
+
+    def worker(k):
+        start.wait()
+        for j in range(25):
+            name = "c%d" % ((k + j) % len(files))
+            try:
+                with open(m.path(name), "rb") as f:
+                    if f.read() != files[name]:
+                        errors.append("%s: wrong bytes" % name)
+            except OSError as e:
+                errors.append("%s: %s" % (name, e))
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[:3]
+    after = m.stats()
+    assert after["reads"] == before["reads"], "the daemon saw READs"
+    assert after["passthrough_opens"] - before["passthrough_opens"] == 8 * 25
+    for name, d in files.items():
+        assert read_uncached(m.path(name)) == d
+    assert "backing file refused" not in m.log()
+
+
 def test_partly_cached_file_stays_on_the_daemon_path(mounter, src):
     d = rnd(3 * CHUNK, 5)
     put(src, {"p": d})
