@@ -80,6 +80,13 @@ def other_heavy_work():
     return out
 
 
+def require_bin(name, path):
+    """exit with a message naming the benchmark @name unless @path is an
+    executable (checked before anything is started or written)"""
+    if not (path and os.path.isfile(path) and os.access(path, os.X_OK)):
+        sys.exit("%s: %s is not executable (run make)" % (name, path))
+
+
 def clean_env():
     """The environment for peers: this sandbox sets AWS_CA_BUNDLE, which makes rclone's
     S3 backend refuse an http:// endpoint (LoadCustomCABundleError)."""

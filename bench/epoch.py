@@ -632,8 +632,7 @@ def main():
     if "fusefs-list-base" in a.modes + a.variant_modes and not (
             a.base_bin and os.access(a.base_bin, os.X_OK)):
         sys.exit("epoch bench: mode fusefs-list-base needs an executable --base-bin")
-    if not os.access(a.bin, os.X_OK):
-        sys.exit("epoch bench: %s is not executable (run make)" % a.bin)
+    bl.require_bin("epoch bench", a.bin)
     for tool in {"s3fs": "s3fs", "rclone": "rclone"}.items():
         if tool[0] in a.modes + a.variant_modes and not shutil.which(tool[1]):
             sys.exit("epoch bench: %s is not installed (scripts/deps.sh)" % tool[1])

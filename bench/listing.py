@@ -191,6 +191,7 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("listing bench: must run as root (FUSE mounts, the cluster)")
+    bl.require_bin("listing bench", a.bin)
     if a.work is None:
         a.work = tempfile.mkdtemp(prefix="fusefs-listing.", dir="/var/tmp")
     run = Run(a)

@@ -886,8 +886,7 @@ def main():
             ap.error("unknown drop mode " + d)
     if os.geteuid() != 0:
         sys.exit("bench-local: must run as root (drop_caches, nobody's namespace, tracefs)")
-    if not os.access(a.bin, os.X_OK):
-        sys.exit("bench-local: %s is not executable (run make)" % a.bin)
+    bl.require_bin("bench-local", a.bin)
     Bench(a).run()
 
 

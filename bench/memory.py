@@ -216,6 +216,7 @@ def main():
     if a.render:
         print(render(json.load(open(a.render))))
         return 0
+    bl.require_bin("memory bench", a.bin)
     b = Bench(a)
     try:
         b.run()

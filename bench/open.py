@@ -294,6 +294,7 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-open: must run as root (drop_caches)")
+    bl.require_bin("bench-open", a.bin)
     a.work = tempfile.mkdtemp(prefix="fusefs-bench-open.", dir="/var/tmp")
     b = Bench(a)
     machine = bl.machine()

@@ -332,8 +332,7 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("s3 bench: must run as root (drop_caches)")
-    if not os.access(a.bin, os.X_OK):
-        sys.exit("s3 bench: %s is not executable (run make)" % a.bin)
+    bl.require_bin("s3 bench", a.bin)
     for t in ("curl", "s3cmd"):
         if not shutil.which(t):
             sys.exit("s3 bench: %s is not installed (scripts/deps.sh)" % t)

@@ -25,6 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
 from benchlib import proc_cpu, rss_kib  # noqa: E402
 
 MAGIC = "#fusefs-manifest 1\n"
@@ -170,6 +171,7 @@ def main():
                     help="stat passes (each on a remount) of --bin, and per binary with "
                     "--base-bin")
     a = ap.parse_args()
+    bl.require_bin("scale bench", a.bin)
     binary = os.path.realpath(a.bin)
     work = a.work or tempfile.mkdtemp(prefix="fusefs-scale-")
     src, mnt = os.path.join(work, "src"), os.path.join(work, "mnt")

@@ -3,6 +3,7 @@ so their default arguments must be a runnable configuration.  Checked up to
 the first thing a run needs (the fusefs binary), with a binary that does not
 exist: each script must stop there, saying so, and start nothing."""
 
+import glob
 import os
 import subprocess
 import sys
@@ -14,12 +15,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.parametrize("script,prefix", [("epoch", "epoch bench"),
                                            ("local", "bench-local"),
-                                           ("s3", "s3 bench")])
+                                           ("s3", "s3 bench"),
+                                           ("open", "bench-open"),
+                                           ("listing", "listing bench"),
+                                           ("scale", "scale bench"),
+                                           ("memory", "memory bench")])
 def test_defaults_get_as_far_as_the_binary(script, prefix):
     if os.geteuid() != 0:
         pytest.skip("the scripts check for root first")
+    scratch = lambda: set(glob.glob("/var/tmp/fusefs-*") + glob.glob("/tmp/fusefs-*"))  # noqa: E731
+    before = scratch()
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script + ".py"),
                         "--bin", "/nonexistent/fusefs"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "%s: /nonexistent/fusefs is not executable" % prefix in r.stderr + r.stdout
+    assert scratch() - before == set(), "a scratch directory was left behind"
