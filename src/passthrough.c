@@ -245,17 +245,11 @@ void passthrough_destroy(struct passthrough *pt)
  */
 int passthrough_acquire(struct passthrough *pt, uint64_t ino, int file_fd)
 {
-	struct pt_inode *pi, *fresh;
+	struct pt_inode *pi;
 	int id = 0;
 
 	if (!passthrough_active(pt))
 		return 0;
-	fresh = calloc(1, sizeof(*fresh));	/* not under the lock */
-	if (fresh) {
-		fresh->ino = ino;
-		fresh->opens = 1;
-		fresh->opening = file_fd >= 0;
-	}
 	pthread_mutex_lock(&pt->lock);
 	pi = htab_get(&pt->inodes, ino);
 	if (pi) {
@@ -265,17 +259,21 @@ int passthrough_acquire(struct passthrough *pt, uint64_t ino, int file_fd)
 			pthread_cond_wait(&pt->opened, &pt->lock);
 		id = pi->backing_id;
 		pthread_mutex_unlock(&pt->lock);
-		free(fresh);
 		return id;
 	}
-	if (!fresh || htab_put(&pt->inodes, fresh)) {
-		pthread_mutex_unlock(&pt->lock);
-		free(fresh);
-		return 0;			/* no memory: cached mode */
+	pi = calloc(1, sizeof(*pi));
+	if (pi) {
+		pi->ino = ino;
+		pi->opens = 1;
+		pi->opening = file_fd >= 0;
+		if (htab_put(&pt->inodes, pi)) {
+			free(pi);
+			pi = NULL;
+		}
 	}
 	pthread_mutex_unlock(&pt->lock);
-	if (file_fd < 0)
-		return 0;			/* cached mode */
+	if (!pi || file_fd < 0)
+		return 0;		/* cached mode (or no memory for it) */
 	id = passthrough_backing_open(pt, file_fd);
 	if (id < 0) {
 		log_warn("passthrough: backing file refused: %s; this open goes through the daemon",
@@ -283,8 +281,8 @@ int passthrough_acquire(struct passthrough *pt, uint64_t ino, int file_fd)
 		id = 0;
 	}
 	pthread_mutex_lock(&pt->lock);
-	fresh->backing_id = id;
-	fresh->opening = false;
+	pi->backing_id = id;
+	pi->opening = false;
 	pthread_cond_broadcast(&pt->opened);
 	pthread_mutex_unlock(&pt->lock);
 	return id;
