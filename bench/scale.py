@@ -26,7 +26,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
-from benchlib import proc_cpu, rss_kib  # noqa: E402
 
 MAGIC = "#fusefs-manifest 1\n"
 
@@ -120,9 +119,9 @@ def stat_pass(d, path, names):
     time.sleep(0.5)
     b1 = cpu_jiffies()
     hz = os.sysconf("SC_CLK_TCK")
-    c0, m0 = proc_cpu(d.proc.pid), sum(os.times()[:2])
+    c0, m0 = bl.proc_cpu(d.proc.pid), sum(os.times()[:2])
     secs = stat_all(path, names)
-    c1, m1, b2 = proc_cpu(d.proc.pid), sum(os.times()[:2]), cpu_jiffies()
+    c1, m1, b2 = bl.proc_cpu(d.proc.pid), sum(os.times()[:2]), cpu_jiffies()
     tot = max(1, b2[2] - b1[2])
     r = {"per_s": len(names) / secs, "daemon_cpu_s": c1 - c0, "client_cpu_s": m1 - m0,
          "busy_before": (b1[0] - b0[0]) / max(1, b1[2] - b0[2]),
@@ -184,10 +183,10 @@ def main():
     cache = os.path.join(work, "cache")
     d = Daemon(binary, src, mnt, cache, man, os.path.join(work, "fusefs.log"))
     res["first_mount_s"] = d.start()
-    res["first_rss_kib"] = rss_kib(d.proc.pid)
-    res["first_rssanon_kib"] = rss_kib(d.proc.pid, "RssAnon")
-    res["first_peak_rss_kib"] = rss_kib(d.proc.pid, "VmHWM")
-    res["first_cpu_s"] = proc_cpu(d.proc.pid)       # daemon CPU, start to mounted
+    res["first_rss_kib"] = bl.rss_kib(d.proc.pid)
+    res["first_rssanon_kib"] = bl.rss_kib(d.proc.pid, "RssAnon")
+    res["first_peak_rss_kib"] = bl.rss_kib(d.proc.pid, "VmHWM")
+    res["first_cpu_s"] = bl.proc_cpu(d.proc.pid)       # daemon CPU, start to mounted
     probe = os.path.join(mnt, "part000123", "sample00042.jpg")
     assert os.stat(probe).st_size == 100042
     d.stop()
@@ -195,15 +194,15 @@ def main():
     img = os.path.join(cache, "namespace.img")
     res["image_bytes"] = os.path.getsize(img) if os.path.exists(img) else 0
     res["remount_s"] = d.start()
-    res["remount_rss_kib"] = rss_kib(d.proc.pid)
-    res["remount_peak_rss_kib"] = rss_kib(d.proc.pid, "VmHWM")
-    res["remount_cpu_s"] = proc_cpu(d.proc.pid)
+    res["remount_rss_kib"] = bl.rss_kib(d.proc.pid)
+    res["remount_peak_rss_kib"] = bl.rss_kib(d.proc.pid, "VmHWM")
+    res["remount_cpu_s"] = bl.proc_cpu(d.proc.pid)
     res["rss_bytes_per_file"] = res["remount_rss_kib"] * 1024 / a.files
     # RSS = anonymous memory + mapped file pages (the namespace image's
     # pages that lookups touched, LMDB's map: page cache the kernel may
     # reclaim)
     for f in ("RssAnon", "RssFile"):
-        res[f"remount_{f.lower()}_bytes_per_file"] = rss_kib(d.proc.pid, f) * 1024 / a.files
+        res[f"remount_{f.lower()}_bytes_per_file"] = bl.rss_kib(d.proc.pid, f) * 1024 / a.files
     assert os.stat(probe).st_size == 100042
     d.stop()
     shutil.rmtree(cache)
@@ -227,7 +226,7 @@ def main():
             # every file of the mount looked up once: the most a walk can touch
             for f in ("VmRSS", "RssAnon", "RssFile"):
                 res[f"big_after_stat_{f.lower()}_bytes_per_file"] = \
-                    rss_kib(d.proc.pid, f) * 1024 / a.big
+                    bl.rss_kib(d.proc.pid, f) * 1024 / a.big
         d.stop()
     rates = sorted(r["per_s"] for r in res["big_stat_passes"])
     res["big_stat_per_s"] = rates[len(rates) // 2]          # the median pass
