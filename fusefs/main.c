@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -218,6 +219,25 @@ static int parse_mount_args(struct fusefs_conf *cf, int argc, char **argv)
 }
 
 /* detach from the terminal; the parent exits with the child's status */
+/*
+ * The soft limit on open files up to the hard one, as daemons that keep
+ * many files open do: the cache keeps data files of closed entries open
+ * for their next open (cache.c, idle_max()), and a soft limit of 1024 (a
+ * login shell's, a notebook's) would leave room for 170 of them, so an
+ * epoch over more files would open and close a data file per FUSE open.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		log_warn("cannot raise the open-file limit to %llu: %s",
+			 (unsigned long long)rl.rlim_max, strerror(errno));
+}
+
 static int daemonize(int *ready_fd)
 {
 	int p[2], status;
@@ -468,6 +488,7 @@ static int cmd_mount(int argc, char **argv)
 		return 1;
 	}
 	rc = 1;
+	raise_nofile();
 	snprintf(path, sizeof(path), "%s/index", cf.cache_dir);
 	if (meta_open(&meta, path)) {
 		fprintf(stderr, "fusefs: cannot open the cache index in %s\n", path);

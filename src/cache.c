@@ -454,12 +454,12 @@ static void disk_done(uint64_t need)
 	atomic_fetch_sub(&disk_writing, need);
 }
 
-/* open @ce's data files if they are not (a reference is held; unlocked);
- * -errno of the open */
+/* open @ce's data file if it is not (a reference is held; unlocked);
+ * -errno of the open.  The O_DIRECT one is opened at its first use. */
 static int ensure_files(struct cache *c, struct centry *ce)
 {
 	char path[PATH_MAX];
-	int fd, dfd = -1, err = 0, flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
+	int fd, err = 0, flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
 
 	pthread_mutex_lock(&c->lock);
 	while (ce->opening)
@@ -493,16 +493,43 @@ static int ensure_files(struct cache *c, struct centry *ce)
 			log_no_space(c, err);
 		else
 			log_err("cache file %s: %s", path, strerror(err));
-	} else if (c->direct)
-		dfd = open(path, flags | O_DIRECT);
+	}
 
 	pthread_mutex_lock(&c->lock);
 	ce->fd = fd;
-	ce->dfd = dfd;
 	ce->opening = false;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	return fd < 0 ? -err : 0;
+}
+
+/*
+ * @ce's O_DIRECT data file, opened at its first use, after ensure_files()
+ * (a reference is held; unlocked): -1 when the cache directory takes no
+ * O_DIRECT or the open fails (the buffered file serves then).  Files read
+ * only by the kernel (passthrough) never open it: one descriptor per
+ * entry kept open instead of two, and one open() per reopen.
+ */
+static int direct_fd(struct cache *c, struct centry *ce)
+{
+	char path[PATH_MAX];
+	int fd, none = -1;
+
+	if (!c->direct)
+		return -1;
+	fd = atomic_load(&ce->dfd);
+	if (fd >= 0)
+		return fd;
+	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+	if (fd < 0)
+		return -1;
+	/* another holder may have opened it meanwhile: one of them stays */
+	if (!atomic_compare_exchange_strong(&ce->dfd, &none, fd)) {
+		close(fd);
+		fd = none;
+	}
+	return fd;
 }
 
 int cache_pin(struct cache *c, uint64_t fid, bool pin)
@@ -834,7 +861,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	struct chunk_rec rec;
 	bool direct;
 	ssize_t w;
-	int rc;
+	int rc, dfd;
 
 	pthread_mutex_lock(&c->lock);
 	rc = ce->stale ? -ESTALE : make_room_locked(c, ce, need, kind, &l);
@@ -850,8 +877,9 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		rc = ensure_files(c, ce);
 		if (!rc) {
 			/* O_DIRECT wants whole blocks: the padding past len is never read */
-			direct = ce->dfd >= 0;
-			w = pwrite(direct ? ce->dfd : ce->fd, cb->data,
+			dfd = direct_fd(c, ce);
+			direct = dfd >= 0;
+			w = pwrite(direct ? dfd : ce->fd, cb->data,
 				   direct ? need : cb->len, off);
 			if (w < 0)
 				rc = -errno;
@@ -951,7 +979,7 @@ int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	uint64_t off = (uint64_t)n * c->chunk_size;
 	bool direct, ok, waited = false;
 	ssize_t r;
-	int rc;
+	int rc, dfd;
 
 	rc = ensure_files(c, ce);
 	if (rc)
@@ -973,8 +1001,9 @@ int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	pthread_mutex_unlock(&c->lock);
 
 	stat_inc(c->st, verify_reads);
-	direct = ce->dfd >= 0;
-	r = pread_full(direct ? ce->dfd : ce->fd, cb->data,
+	dfd = direct_fd(c, ce);
+	direct = dfd >= 0;
+	r = pread_full(direct ? dfd : ce->fd, cb->data,
 		       direct ? blocks(len) : len, off);
 	cb->len = len;
 	ok = bytes_match(cb->data, r, len, ce->sum[n]);	/* no lock held */
@@ -988,7 +1017,7 @@ int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
 		       bool buffered, struct cache_vread *vr)
 {
 	uint32_t n;
-	int rc;
+	int rc, dfd;
 
 	rc = ensure_files(c, ce);
 	if (rc)
@@ -1011,11 +1040,11 @@ int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
 	vr->n = n;
 	vr->len = cache_chunk_len(c, ce, n);
 	vr->off = (uint64_t)n * c->chunk_size;
-	if (buffered || ce->dfd < 0) {
+	if (buffered || (dfd = direct_fd(c, ce)) < 0) {
 		vr->fd = ce->fd;
 		vr->rlen = vr->len;
 	} else {
-		vr->fd = ce->dfd;
+		vr->fd = dfd;
 		vr->rlen = blocks(vr->len);
 	}
 	return 1;
@@ -1134,14 +1163,14 @@ int cache_unverified_by_heat(struct cache *c, uint64_t **fids, size_t *n)
 int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 		size_t len, char *buf, char **at)
 {
+	int dfd = direct_fd(c, ce);
 	ssize_t r;
 
-	(void)c;
-	if (ce->dfd >= 0) {
+	if (dfd >= 0) {
 		uint64_t a = off & ~(BLK - 1);
 		size_t alen = blocks(off + len - a);
 
-		r = pread_full(ce->dfd, buf, alen, a);
+		r = pread_full(dfd, buf, alen, a);
 		if (r >= 0 && (uint64_t)r >= off - a + len) {
 			*at = buf + (off - a);
 			return 0;
@@ -1285,8 +1314,10 @@ static void free_entries(struct cache *c)
 }
 
 /*
- * How many unused entries may keep their two data files open: a quarter
- * of the descriptors left after 512 for everything else, at most 16384.
+ * How many unused entries may keep their data files open (one, two once
+ * the O_DIRECT one was used): a third of the descriptors left after 512
+ * for everything else, at most 16384.  The daemon raised its soft limit
+ * to the hard one at start (fusefs/main.c).
  */
 static unsigned idle_max(void)
 {
@@ -1294,7 +1325,7 @@ static unsigned idle_max(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur <= 512)
 		return 0;
-	return MIN((rl.rlim_cur - 512) / 4, (rlim_t)16384);
+	return MIN((rl.rlim_cur - 512) / 3, (rlim_t)16384);
 }
 
 int cache_open(struct cache **out, const struct fusefs_conf *cf,

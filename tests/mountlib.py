@@ -20,9 +20,10 @@ BAD_WORDS = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "Segmentatio
 class Mount:
     """A running fusefs daemon and its mount point."""
 
-    def __init__(self, source, mnt, cache, log, args, env=None):
+    def __init__(self, source, mnt, cache, log, args, env=None, preexec=None):
         self.source, self.mnt, self.cache, self.log_path = source, mnt, cache, log
         self.args = args
+        self.preexec = preexec      # run in the child before exec (e.g. setrlimit)
         self.env = dict(os.environ, **(env or {}))
         self.proc = None
 
@@ -30,7 +31,7 @@ class Mount:
         self.logf = open(self.log_path, "ab")
         cmd = [FUSEFS, "mount", self.source, self.mnt, "-f", "--cache-dir", self.cache] + self.args
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     env=self.env)
+                                     env=self.env, preexec_fn=self.preexec)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -44,17 +44,18 @@ def sized(src):
 
 @pytest.fixture
 def mounter(tmp_path, src):
-    """mounter(*args, cache=None, source=None, start=True) -> a started Mount
+    """mounter(*args, cache=None, source=None, start=True, preexec=None) -> a started Mount
     of file://SRC (1 MiB chunks unless @args say otherwise); every mount is
     unmounted, with exit status 0 required, at the end of the test."""
     mounts = []
 
-    def make(*args, cache=None, source=None, start=True):
+    def make(*args, cache=None, source=None, start=True, preexec=None):
         mnt = tmp_path / f"mnt{len(mounts)}"
         mnt.mkdir(exist_ok=True)
         cache = cache or str(tmp_path / "cache")
         m = Mount(source or f"file://{src}", str(mnt), cache,
-                  str(tmp_path / f"fusefs{len(mounts)}.log"), list(CHUNK_ARGS + args))
+                  str(tmp_path / f"fusefs{len(mounts)}.log"), list(CHUNK_ARGS + args),
+                  preexec=preexec)
         mounts.append(m)
         return m.start() if start else m
 
