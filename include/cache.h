@@ -191,7 +191,8 @@ int cache_verify_end(struct cache *c, struct cache_vread *vr,
  * or was cancelled): the chunk stays UNVERIFIED for a reader to check */
 void cache_verify_abort(struct cache *c, struct cache_vread *vr);
 /* cache_verify_hold() - 1 and a busy reference on the entry of @fid if
- * it has UNVERIFIED chunks (drop it with cache_busy_put()), else 0 */
+ * it has an UNVERIFIED chunk nobody is verifying (drop it with
+ * cache_busy_put()), else 0 */
 int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out);
 /* cache_unverified() - UNVERIFIED chunks of @ce */
 uint32_t cache_unverified(struct cache *c, const struct centry *ce);

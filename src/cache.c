@@ -270,6 +270,18 @@ static void evict_locked(struct cache *c, struct centry *v, struct later *l)
 
 /* ---- chunk eviction: a victim may lose only its last chunks ---- */
 
+/* chunk @n of @ce leaves CH_UNVERIFIED unread (dropped): the counts the
+ * verifier goes by follow (settle_locked() does it for a verdict) */
+static void unverified_dropped_locked(struct cache *c, struct centry *ce,
+				      uint32_t n)
+{
+	if (ce->state[n] != CH_UNVERIFIED)
+		return;
+	ce->unverified--;
+	if (!ce->stale)
+		c->unverified--;
+}
+
 /*
  * Drop the last cached chunks of idle entry @ce until @bytes are freed:
  * hole punched, CH_ABSENT, out of the index.  The one file-system call
@@ -300,9 +312,11 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 			      (off_t)n * c->chunk_size, (off_t)len)) {
 			log_warn("cannot drop chunk %u of '%s': %s", n,
 				 str_log(ce->key), strerror(errno));
+			unverified_dropped_locked(c, ce, n);
 			ce->state[n] = CH_ABSENT;
 			break;
 		}
+		unverified_dropped_locked(c, ce, n);
 		ce->state[n] = CH_ABSENT;
 		ce->used -= len;
 		freed += len;
@@ -898,7 +912,9 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		rec.len = cb->len;
 		rec.sum = sum;
 		rec.gen = ce->gen;
-		meta_q_chunk(c->meta, ce->fid, n, &rec);
+		/* a stale entry's record would replace the new version's */
+		if (!ce->stale)
+			meta_q_chunk(c->meta, ce->fid, n, &rec);
 		stat_inc(c->st, chunks_stored);
 		if (kind == ADMIT_PREFETCH && !ce->opens && !ce->stale)
 			ce->pn->prefetched = true;
@@ -1081,9 +1097,16 @@ int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out)
 	struct centry *ce;
 	int held = 0;
 
+	uint32_t n = 0;
+
 	pthread_mutex_lock(&c->lock);
 	ce = htab_get(&c->tab, fid);
-	if (ce && ce->unverified) {
+	/* one the verifier can start: not every one in flight already */
+	if (ce && ce->unverified)
+		for (n = 0; n < ce->nchunks; n++)
+			if (ce->state[n] == CH_UNVERIFIED && !ce->verifying[n])
+				break;
+	if (ce && ce->unverified && n < ce->nchunks) {
 		ce->busy++;
 		refs_changed_locked(c, ce);
 		*out = ce;

@@ -195,10 +195,20 @@ static bool background_now(struct verifier *v, bool pt)
 	return !v->deferred;
 }
 
+/*
+ * Background files picked in one call at most: a pick has a chunk to
+ * start (cache_verify_hold()), unless a reader claimed it in between;
+ * past this many the level waits for the next call (after a read
+ * completes, or the next tick), so that a file whose chunks are all in
+ * flight cannot keep the thread picking it forever.
+ */
+#define PICKS_MAX	64
+
 /* the next chunk to read, most needed first: 1 and *@vr, *@lvp, or 0 */
 static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 {
 	bool pt = atomic_load(&v->passthrough);
+	unsigned picks = 0;
 	int lv, rc;
 
 	for (lv = 0; lv < LV_N; lv++) {
@@ -208,6 +218,8 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 			struct centry *ce = v->cur[lv];
 
 			if (!ce) {
+				if (lv == LV_BACKGROUND && picks++ >= PICKS_MAX)
+					break;
 				ce = lv < LV_BACKGROUND ?
 					pop(v, lv, &v->cur_done[lv]) :
 					pick_background(v);

@@ -333,6 +333,108 @@ static void *verify_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * cache_verify_hold() offers a file only while it has a chunk nobody is
+ * verifying: with every unverified chunk in flight the verifier, which
+ * picks files by it, would otherwise take the same file forever.
+ */
+static void test_verify_hold_needs_a_chunk_to_start(void)
+{
+	struct env e_hold;
+	static const char *const keys[] = { "v0" };
+	char *data[1], *buf = aligned_alloc(4096, CS);
+	struct cache_vread vr[3];
+	struct centry *ce, *held;
+	uint64_t fid = hash64("v0", 2, 3);
+	int i;
+
+	restart_with(&e_hold, keys, 1, data);
+	CHECK_INT(cache_verify_hold(e_hold.cache, fid, &ce), ==, 1);
+	for (i = 0; i < 3; i++)
+		CHECK_INT(cache_verify_begin(e_hold.cache, ce, 0, false, &vr[i]), ==, 1);
+	CHECK_INT(cache_verify_begin(e_hold.cache, ce, 0, false, &vr[0]), ==, 0);
+	CHECK_INT(cache_unverified(e_hold.cache, ce), ==, 3);
+	/* all three in flight: nothing to start */
+	CHECK_INT(cache_verify_hold(e_hold.cache, fid, &held), ==, 0);
+	/* one given up without a verdict: that one can be started again */
+	cache_verify_abort(e_hold.cache, &vr[2]);
+	CHECK_INT(cache_verify_hold(e_hold.cache, fid, &held), ==, 1);
+	cache_busy_put(e_hold.cache, held);
+	for (i = 0; i < 2; i++)
+		CHECK_INT(cache_verify_end(e_hold.cache, &vr[i], buf,
+					   pread(vr[i].fd, buf, vr[i].rlen, vr[i].off)), ==, 0);
+	CHECK_INT(cache_unverified(e_hold.cache, ce), ==, 1);
+	cache_busy_put(e_hold.cache, ce);
+	env_fini(&e_hold);
+	free(data[0]);
+	free(buf);
+}
+
+static uint64_t fid_last;
+
+/* next use: @fid_last's file is needed last, every other one first */
+static uint64_t last_needed(void *arg, uint64_t fid, uint64_t *after)
+{
+	(void)arg;
+	if (after)
+		*after = NEXT_USE_NONE;
+	return fid == fid_last ? 1000ULL << 20 : 0;
+}
+
+/*
+ * Evicting the tail chunks of a file from an earlier run that were not
+ * verified yet takes them out of the unverified counts too (the verifier
+ * would look for them forever, and the gauge would never reach 0).
+ */
+static void test_tail_eviction_of_unverified_chunks(void)
+{
+	struct env e;
+	char *got = malloc(4 * CS), *da = pattern(2 * CS + 5, 1),
+	     *db = pattern(2 * CS + 5, 2), *dc = pattern(2 * CS, 3);
+	struct centry *ce, *b;
+	uint32_t n, left = 0;
+	int i;
+
+	env_init(&e, 6 * CS, 0, READ_DIRECT);
+	mem_put(e.be, "a", da, 2 * CS + 5);
+	mem_put(e.be, "b", db, 2 * CS + 5);
+	mem_put(e.be, "c", dc, 2 * CS);
+	fid_last = hash64("b", 1, 3);
+	ce = attach(&e, "a", NULL);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
+	cache_detach(e.cache, ce);
+	ce = attach(&e, "b", NULL);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
+	cache_detach(e.cache, ce);
+	env_stop(&e);
+	env_start(&e);
+	CHECK_INT(cache_unverified_total(e.cache), ==, 6);
+	cache_set_next_use(e.cache, last_needed, NULL);
+	/* c needs room: b, needed last, gives up its last chunks */
+	ce = attach(&e, "c", NULL);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
+	CHECK(!memcmp(got, dc, 2 * CS));
+	for (i = 0; i < 200 && !cache_is_complete(e.cache, ce); i++)
+		usleep(10000);		/* stored after the reply */
+	CHECK(cache_is_complete(e.cache, ce));
+	cache_detach(e.cache, ce);
+	b = attach(&e, "b", NULL);
+	for (n = 0; n < 3; n++)
+		left += cache_chunk_state(e.cache, b, n) == CH_UNVERIFIED;
+	CHECK(left < 3);		/* some were evicted */
+	CHECK_INT(cache_unverified(e.cache, b), ==, left);
+	ce = attach(&e, "a", NULL);
+	CHECK_INT(cache_unverified_total(e.cache), ==,
+		  left + cache_unverified(e.cache, ce));
+	cache_detach(e.cache, ce);
+	cache_detach(e.cache, b);
+	env_fini(&e);
+	free(got);
+	free(da);
+	free(db);
+	free(dc);
+}
+
 /* a reader of a chunk being verified waits for that verdict, no 2nd read */
 static void test_verify_single_flight(void)
 {
@@ -378,5 +480,7 @@ int main(void)
 	TEST(test_verify_begin_end);
 	TEST(test_verify_end_drops_a_damaged_chunk);
 	TEST(test_verify_single_flight);
+	TEST(test_verify_hold_needs_a_chunk_to_start);
+	TEST(test_tail_eviction_of_unverified_chunks);
 	return runner_done();
 }
