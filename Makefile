@@ -33,8 +33,10 @@ OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
 CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 BIN     = $(BUILD)/bin/fusefs
+# a benchmark probe, not part of fusefs: bench/fuse_transport.c
+TRANSPORT = $(BUILD)/bin/fuse_transport
 
-all: $(BIN)
+all: $(BIN) $(TRANSPORT)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -44,6 +46,10 @@ $(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(BUILD)/fusefs/manifest
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+
+$(TRANSPORT): $(BUILD)/bench/fuse_transport.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -luring -pthread
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o \
 		$(BUILD)/tests/unit/sigv4_ref.o $(CORE_OBJS)
@@ -88,7 +94,7 @@ check: test
 
 bench: all
 	bench/run.sh $(BIN)
-	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-local bench-memory
+	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-local bench-memory bench-transport
 
 # S3 backend vs curl/s3cmd and local disk (docs/benchmarks-s3.md), ~1.5 min
 bench-s3: all
@@ -173,6 +179,14 @@ fuzz-smoke: fuzz-build
 bench-local: all
 	/usr/bin/python3 bench/local.py --bin $(BIN) $(BENCH_LOCAL_ARGS)
 .PHONY: bench-local
+
+# what one FUSE request costs: /dev/fuse read/writev (libfuse 3.14's transport, so
+# fusefs') against FUSE over io_uring, on a tiny probe file system without fusefs
+# (docs/benchmarks-local.md), ~1 min; needs root; sets the fuse module's enable_uring
+# for the run and puts it back
+bench-transport: all
+	/usr/bin/python3 bench/transport.py --probe $(TRANSPORT) $(BENCH_TRANSPORT_ARGS)
+.PHONY: bench-transport
 
 # peak daemon RSS per configuration, dataset twice the cache, file:// and S3
 # (docs/benchmarks-memory.md), ~6 min; needs root
