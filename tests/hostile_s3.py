@@ -24,11 +24,20 @@ BUCKET = "bucket"
 ETAG = '"0123456789abcdef0123456789abcdef"'
 OBJECTS = {"normal.bin": random.Random(1).randbytes(3 * 1024 * 1024 + 17)}
 HUGE = 256 << 20                # bytes of the huge page
+# listed only in the "trickle" mode, whose GETs of it trickle
+TRICKLE_KEY = "slow.bin"
+TRICKLE_DATA = random.Random(2).randbytes(256 * 1024)
+TRICKLE_BPS = 2                 # bytes a second after the headers
+TRICKLE_MAX = 15                # then the connection is closed (an unfixed
+                                # client must not hold a test up for hours)
 
 MODES = {
     "normal": "one object, served properly",
     "get_500": "listing and HEAD as normal, every GET of an object answers 500 InternalError "
                "after 0.4 s",
+    "trickle": f"one more object, {TRICKLE_KEY}, whose GETs answer 206 at once, then "
+               f"{TRICKLE_BPS} bytes a second (for at most {TRICKLE_MAX} s, then the "
+               "connection is closed); the rest as normal",
     "fresh_tokens": "every page empty, truncated, with a token never seen before",
     "fresh_tokens_same_keys": "every page the same keys under a fresh token",
     "alternating_tokens": "tokens A, B, A, ... with new keys on each page",
@@ -122,13 +131,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.listing(q)
         return self.get_object(key)
 
+    def objects(self):
+        """the objects served in the current mode"""
+        if self.server.mode == "trickle":
+            return {**OBJECTS, TRICKLE_KEY: TRICKLE_DATA}
+        return OBJECTS
+
     def do_HEAD(self):
         self.record()
         bucket, key, _ = self.split()
         name = key.decode("utf-8", "surrogateescape")
-        if bucket != BUCKET or name not in OBJECTS:
+        if bucket != BUCKET or name not in self.objects():
             return self.reply(404)
-        mode, size = self.server.mode, str(len(OBJECTS[name]))
+        mode, size = self.server.mode, str(len(self.objects()[name]))
         etag = ETAG
         if mode == "head_etag_cr":
             etag = '"e\rX-Injected: 1"'        # short: the CR is the problem
@@ -149,7 +164,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def get_object(self, key):
         name = key.decode("utf-8", "surrogateescape")
-        data = OBJECTS.get(name)
+        data = self.objects().get(name)
         if self.server.mode == "control_keys" and key in CONTROL_DATA:
             data = CONTROL_DATA[key]
         if data is None:
@@ -167,8 +182,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         a, b = int(a), min(int(b), len(data) - 1)
         if a >= len(data):
             return self.reply(416)
-        return self.reply(206, data[a:b + 1], [
-            ("ETag", ETAG), ("Content-Range", f"bytes {a}-{b}/{len(data)}")])
+        headers = [("ETag", ETAG), ("Content-Range", f"bytes {a}-{b}/{len(data)}")]
+        if name == TRICKLE_KEY:
+            return self.trickle(data[a:b + 1], headers)
+        return self.reply(206, data[a:b + 1], headers)
+
+    def trickle(self, body, headers):
+        """the headers at once, then TRICKLE_BPS bytes a second"""
+        self.send_response(206)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        end = time.monotonic() + TRICKLE_MAX
+        try:
+            for i in range(0, len(body), TRICKLE_BPS):
+                if time.monotonic() > end:
+                    break
+                self.wfile.write(body[i:i + TRICKLE_BPS])
+                time.sleep(1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def listing(self, q):
         mode = self.server.mode
@@ -189,8 +224,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         enc = q.get("encoding-type") == "url"
         token = q.get("continuation-token", "")
         n = next(self.server.pages)
-        normal = [contents(k.encode(), len(v), encode=enc) for k, v in OBJECTS.items()]
-        if q.get("max-keys") == "1" or mode.startswith("head_") or mode in ("normal", "get_500"):
+        normal = [contents(k.encode(), len(v), encode=enc) for k, v in self.objects().items()]
+        if q.get("max-keys") == "1" or mode.startswith("head_") or \
+                mode in ("normal", "get_500", "trickle"):
             return self.reply(200, page(normal, encode=enc))
         if mode == "fresh_tokens":
             return self.reply(200, page([], token=f"fresh-{n}", encode=enc))
