@@ -41,6 +41,7 @@
 #define S3_SYNC_HANDLES	6	/* listing and HEAD requests at once */
 #define S3_LIST_STREAMS	4	/* listings of one prefix's parts at once */
 #define S3_SPLIT_DEPTH	2	/* levels listed with a delimiter (s3walk.h) */
+#define S3_GET_MIN_RATE	(1U << 20)	/* bytes/s a GET's time limit allows */
 
 struct s3_be {
 	struct backend base;
@@ -124,7 +125,8 @@ static void setup(const struct s3_be *s, CURL *h)
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)s->cf->connect_timeout_s);
-	/* a stalled transfer (not a slow one) fails after op_timeout */
+	/* a stalled transfer fails after op_timeout; each request also sets
+	 * an overall limit (CURLOPT_TIMEOUT*), which a slow one meets */
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)s->cf->op_timeout_s);
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
@@ -803,6 +805,25 @@ static size_t read_header(char *data, size_t sz, size_t n, void *arg)
 	return sz * n;
 }
 
+/*
+ * The time limit of a ranged GET of @len bytes, in ms: op_timeout for the
+ * request and the answer to start (connect included), plus the bytes at
+ * S3_GET_MIN_RATE.  op_timeout alone (15 s) would fail every healthy
+ * 16 MiB chunk on a link that gives one transfer less than ~1.1 MiB/s
+ * (32 reads in flight sharing 250 Mbit/s), and each retry the same way;
+ * the low-speed limit (setup()) alone let an endpoint that trickles a
+ * few bytes a second hold a read for hours.  So one attempt lasts at
+ * most op_timeout + len / 1 MiB/s: 19 s for a 4 MiB chunk with the
+ * defaults, 31 s for 16 MiB (docs/reliability.md, "The bound").  A
+ * transfer slower than that fails (-ETIMEDOUT): raise --op-timeout.
+ */
+static long get_timeout_ms(const struct s3_be *s, size_t len)
+{
+	return (long)s->cf->op_timeout_s * 1000 +
+	       (long)(((uint64_t)len * 1000 + S3_GET_MIN_RATE - 1) /
+		      S3_GET_MIN_RATE);
+}
+
 static void rd_start(struct s3_be *s, struct s3_rd *r)
 {
 	struct backend_read *rd = r->rd;
@@ -817,6 +838,7 @@ static void rd_start(struct s3_be *s, struct s3_rd *r)
 		r->hdrs = curl_slist_append(r->hdrs, ifm);
 	}
 	setup(s, r->h);
+	curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, get_timeout_ms(s, rd->len));
 	curl_easy_setopt(r->h, CURLOPT_URL, r->url);
 	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
 	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, read_write);

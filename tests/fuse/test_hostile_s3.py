@@ -4,12 +4,14 @@ with a message and exit status 1, or the answer is refused with a log
 line and what is known is served), within a time bound, never a hang, a
 crash or memory that grows with what the server sends."""
 
+import errno
 import os
 import time
 
 import pytest
 
-from hostile_s3 import BUCKET, CONTROL_DATA, ETAG, OBJECTS, HostileS3
+from hostile_s3 import (BUCKET, CONTROL_DATA, ETAG, OBJECTS, TRICKLE_DATA, TRICKLE_KEY,
+                        TRICKLE_MAX, HostileS3)
 from mountlib import BAD_WORDS, Mount, run_fusefs, umount_all, wait_for
 from util import read_uncached
 
@@ -205,3 +207,51 @@ def test_versions_listing_without_islatest_is_an_error(tmp_path, srv):
                    srv.endpoint, timeout=BOUND, env=CREDS)
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     assert "none marked IsLatest" in r.stderr, r.stderr
+
+
+# a GET's time limit (docs/reliability.md, "The bound"): op_timeout, plus
+# the bytes asked for at 1 MiB/s; slow.bin (256 KiB) is one chunk
+OP_TIMEOUT = 2
+GET_BOUND = OP_TIMEOUT + len(TRICKLE_DATA) / (1 << 20)
+SLACK = 5                       # a loaded 2-core machine, a sanitizer build
+assert 2 * GET_BOUND + SLACK < TRICKLE_MAX
+
+
+def test_trickled_read_fails_in_time(s3mount, srv):
+    """an endpoint that answers a GET at once and then trickles 2 bytes a
+    second (never slow enough for the low-speed limit): the read fails
+    with EIO within the bound, and the daemon goes on serving other files"""
+    srv.mode = "trickle"
+    m = s3mount("--op-timeout", str(OP_TIMEOUT), "--retries", "0", "--readahead", "0")
+    t0 = time.monotonic()
+    with pytest.raises(OSError) as e:
+        read_uncached(m.path(TRICKLE_KEY))
+    took = time.monotonic() - t0
+    assert e.value.errno == errno.EIO, e.value
+    # with --retries 0 one attempt per READ; the kernel follows the failed
+    # read-ahead with a READ of the page wanted, which waits once more
+    assert took < 2 * GET_BOUND + SLACK, took
+    assert f"reading '{TRICKLE_KEY}' chunk 0 failed: Connection timed out" in m.log(), m.log()
+    assert m.proc.poll() is None
+    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
+    assert m.stats()["backend_errors"] >= 1
+
+
+def test_trickled_remote_manifest_fails_in_time(tmp_path, srv):
+    """a manifest read from the endpoint (--manifest s3://...) that it
+    trickles: the mount fails within the bound with the reason, never hangs"""
+    srv.mode = "trickle"
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    t0 = time.monotonic()
+    r = run_fusefs("mount", f"s3://{BUCKET}", str(mnt), "-f", "--cache-dir",
+                   str(tmp_path / "cache"), "--endpoint", srv.endpoint,
+                   "--manifest", f"s3://{BUCKET}/{TRICKLE_KEY}",
+                   "--op-timeout", str(OP_TIMEOUT), timeout=BOUND, env=CREDS)
+    took = time.monotonic() - t0
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert (f"cannot read manifest s3://{BUCKET}/{TRICKLE_KEY}: Connection timed out"
+            in r.stderr), r.stderr
+    assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
+    assert took < GET_BOUND + SLACK, took
+    assert not os.path.ismount(mnt)
