@@ -4,7 +4,8 @@
  * us: the canonical (percent-encoded) object path and the canonical,
  * sorted query string.  curl signs the request (CURLOPT_AWS_SIGV4) and
  * uses the path and query exactly as given, so they must already be in
- * canonical form.  Pure functions, no allocation.
+ * canonical form.  Also the endpoint those URLs start with.  Pure
+ * functions, no allocation.
  */
 #ifndef FUSEFS_S3SIGN_H
 #define FUSEFS_S3SIGN_H
@@ -32,5 +33,15 @@ struct s3_param {
  * Return: length, or -ENOSPC if @cap is too small, -EINVAL if @n > 16.
  */
 int s3_query_canon(const struct s3_param *p, size_t n, char *out, size_t cap);
+
+/*
+ * s3_parse_endpoint() - split the endpoint "http(s)://HOST[:PORT][/]"
+ * into @scheme ("http" or "https"; @scap bytes, at least 6) and @host
+ * ("HOST[:PORT]", @hcap bytes), which every request URL and message is
+ * made of.  Return: 0, or -EINVAL for anything else (another scheme, a
+ * path, a query, an empty host or one of @hcap bytes or more).
+ */
+int s3_parse_endpoint(const char *ep, char *scheme, size_t scap, char *host,
+		      size_t hcap);
 
 #endif

@@ -978,28 +978,6 @@ static void global_init(void)
 	curl_global_init(CURL_GLOBAL_ALL);
 }
 
-static int parse_endpoint(struct s3_be *s, const char *ep)
-{
-	const char *host;
-	size_t n;
-
-	if (!strncmp(ep, "http://", 7)) {
-		strcpy(s->scheme, "http");
-		host = ep + 7;
-	} else if (!strncmp(ep, "https://", 8)) {
-		strcpy(s->scheme, "https");
-		host = ep + 8;
-	} else {
-		return -EINVAL;
-	}
-	n = strcspn(host, "/?#");
-	if (!n || n >= sizeof(s->host) || host[n + (host[n] == '/')] != '\0')
-		return -EINVAL;
-	memcpy(s->host, host, n);
-	s->host[n] = '\0';
-	return 0;
-}
-
 /* the <Code> of an S3 error document (AccessDenied, NoSuchBucket), or "" */
 static void s3_error_code(const char *body, char *out, size_t len)
 {
@@ -1129,7 +1107,8 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 	}
 	snprintf(s->root, sizeof(s->root), "%s%s", s->base.prefix,
 		 s->base.prefix[0] ? "/" : "");
-	if (!ep || parse_endpoint(s, ep)) {
+	if (!ep || s3_parse_endpoint(ep, s->scheme, sizeof(s->scheme), s->host,
+				     sizeof(s->host))) {
 		fprintf(stderr, "fusefs: %s S3 endpoint%s%s: use --endpoint http(s)://HOST[:PORT]\n",
 			ep ? "bad" : "missing", ep ? " " : "", ep ? ep : "");
 		goto out_free;

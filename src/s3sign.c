@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* s3sign.c - see s3sign.h */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,4 +100,27 @@ int s3_query_canon(const struct s3_param *p, size_t n, char *out, size_t cap)
 out:
 	free(e);
 	return rc;
+}
+
+int s3_parse_endpoint(const char *ep, char *scheme, size_t scap, char *host,
+		      size_t hcap)
+{
+	const char *h;
+	size_t n;
+
+	if (!strncmp(ep, "http://", 7)) {
+		snprintf(scheme, scap, "http");
+		h = ep + 7;
+	} else if (!strncmp(ep, "https://", 8)) {
+		snprintf(scheme, scap, "https");
+		h = ep + 8;
+	} else {
+		return -EINVAL;
+	}
+	n = strcspn(h, "/?#");
+	if (!n || n >= hcap || h[n + (h[n] == '/')] != '\0')
+		return -EINVAL;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	return 0;
 }

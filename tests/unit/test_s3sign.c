@@ -102,6 +102,42 @@ static void test_aws_list_vector(void)
 	CHECK_STR(sig, "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
 }
 
+/* @ep parsed: its return, and scheme and host ("-" when refused) */
+static int endpoint(const char *ep, char *out, size_t cap)
+{
+	char scheme[8] = "-", host[32] = "-";
+	int rc = s3_parse_endpoint(ep, scheme, sizeof(scheme), host,
+				   sizeof(host));
+
+	snprintf(out, cap, "%s %s", rc ? "-" : scheme, rc ? "-" : host);
+	return rc;
+}
+
+static void test_parse_endpoint(void)
+{
+	char got[64];
+
+	CHECK_INT(endpoint("http://127.0.0.1:7480", got, sizeof(got)), ==, 0);
+	CHECK_STR(got, "http 127.0.0.1:7480");
+	CHECK_INT(endpoint("https://rgw.example/", got, sizeof(got)), ==, 0);
+	CHECK_STR(got, "https rgw.example");
+	CHECK_INT(endpoint("https://[::1]:443", got, sizeof(got)), ==, 0);
+	CHECK_STR(got, "https [::1]:443");
+	/* not http(s)://HOST[:PORT][/] */
+	CHECK_INT(endpoint("ftp://host", got, sizeof(got)), ==, -EINVAL);
+	CHECK_INT(endpoint("host:7480", got, sizeof(got)), ==, -EINVAL);
+	CHECK_INT(endpoint("http://", got, sizeof(got)), ==, -EINVAL);
+	CHECK_INT(endpoint("http:///", got, sizeof(got)), ==, -EINVAL);
+	CHECK_INT(endpoint("http://host/path", got, sizeof(got)), ==, -EINVAL);
+	CHECK_INT(endpoint("http://host?x=1", got, sizeof(got)), ==, -EINVAL);
+	CHECK_INT(endpoint("http://host//", got, sizeof(got)), ==, -EINVAL);
+	/* a host that does not fit (32 bytes here) */
+	CHECK_INT(endpoint("http://host-name-of-exactly-32-bytes.xy", got, sizeof(got)),
+		  ==, -EINVAL);
+	CHECK_INT(endpoint("http://host-name-of-exactly-31-bytes.x", got, sizeof(got)),
+		  ==, 0);
+}
+
 int main(void)
 {
 	runner_name = "test_s3sign";
@@ -109,5 +145,6 @@ int main(void)
 	TEST(test_query_canon);
 	TEST(test_aws_get_object_vector);
 	TEST(test_aws_list_vector);
+	TEST(test_parse_endpoint);
 	return runner_done();
 }
