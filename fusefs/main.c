@@ -41,6 +41,7 @@
 #include "ctl.h"
 #include "lists.h"
 #include "prefetch.h"
+#include "s3sign.h"
 #include "verifier.h"
 #include "stats.h"
 
@@ -315,6 +316,7 @@ static bool has_userinfo(const char *url)
 static int check_service_opts(const struct fusefs_conf *cf)
 {
 	const char *ep = cf->s3_endpoint ? cf->s3_endpoint : getenv("AWS_ENDPOINT_URL");
+	char scheme[8], host[512];
 
 	if (cf->metrics_addr && metrics_check_addr(cf->metrics_addr))
 		return -EINVAL;
@@ -322,7 +324,10 @@ static int check_service_opts(const struct fusefs_conf *cf)
 		fprintf(stderr, "fusefs: --log-file and --syslog exclude each other\n");
 		return -EINVAL;
 	}
-	if (ep && has_userinfo(ep)) {
+	/* s3_parse_endpoint()'s rule; s3_open() refuses with these words too
+	 * (fusefs manifest create/diff); a malformed one is its to report */
+	if (ep && s3_parse_endpoint(ep, scheme, sizeof(scheme), host,
+				    sizeof(host)) == -EPERM) {
 		fprintf(stderr, "fusefs: the S3 endpoint must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
 		return -EINVAL;
 	}

@@ -38,8 +38,12 @@ int s3_query_canon(const struct s3_param *p, size_t n, char *out, size_t cap);
  * s3_parse_endpoint() - split the endpoint "http(s)://HOST[:PORT][/]"
  * into @scheme ("http" or "https"; @scap bytes, at least 6) and @host
  * ("HOST[:PORT]", @hcap bytes), which every request URL and message is
- * made of.  Return: 0, or -EINVAL for anything else (another scheme, a
- * path, a query, an empty host or one of @hcap bytes or more).
+ * made of.  Return: 0; -EPERM for an endpoint with an '@' anywhere
+ * (credentials as USER:KEY@, which would reach every message and log
+ * line naming the host; no endpoint has one otherwise): the caller must
+ * not print @ep then; -EINVAL for anything else that is not such a URL
+ * (another scheme, a path, a query, an empty host or one of @hcap bytes
+ * or more).
  */
 int s3_parse_endpoint(const char *ep, char *scheme, size_t scap, char *host,
 		      size_t hcap);

@@ -1107,8 +1107,15 @@ static int s3_open(struct backend **out, const struct fusefs_conf *cf,
 	}
 	snprintf(s->root, sizeof(s->root), "%s%s", s->base.prefix,
 		 s->base.prefix[0] ? "/" : "");
-	if (!ep || s3_parse_endpoint(ep, s->scheme, sizeof(s->scheme), s->host,
-				     sizeof(s->host))) {
+	rc = ep ? s3_parse_endpoint(ep, s->scheme, sizeof(s->scheme), s->host,
+				    sizeof(s->host)) : -EINVAL;
+	if (rc == -EPERM) {
+		/* the mount's message (main.c), without the endpoint */
+		fprintf(stderr, "fusefs: the S3 endpoint must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
+		rc = -EINVAL;
+		goto out_free;
+	}
+	if (rc) {
 		fprintf(stderr, "fusefs: %s S3 endpoint%s%s: use --endpoint http(s)://HOST[:PORT]\n",
 			ep ? "bad" : "missing", ep ? " " : "", ep ? ep : "");
 		goto out_free;

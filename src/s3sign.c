@@ -108,6 +108,9 @@ int s3_parse_endpoint(const char *ep, char *scheme, size_t scap, char *host,
 	const char *h;
 	size_t n;
 
+	/* first, whatever else is wrong: the caller echoes only -EINVAL's */
+	if (strchr(ep, '@'))
+		return -EPERM;
 	if (!strncmp(ep, "http://", 7)) {
 		snprintf(scheme, scap, "http");
 		h = ep + 7;

@@ -2,8 +2,9 @@
 not resolve (DNS), a refused connection, a TLS handshake with a server
 that does not speak TLS, a server that accepts and never answers
 (timeout), and HTTP errors by their status and S3 error code; "no such
-bucket" only for S3's NoSuchBucket. No Ceph: 127.0.0.1 only (the
-.invalid name never leaves the resolver)."""
+bucket" only for S3's NoSuchBucket. An endpoint with credentials in it
+(USER:KEY@) is refused by every command, its text never printed. No
+Ceph: 127.0.0.1 only (the .invalid name never leaves the resolver)."""
 
 import socket
 import time
@@ -90,3 +91,65 @@ def test_http_errors_are_named_by_s3_code(tmp_path, srv):
 def test_no_such_bucket_only_for_nosuchbucket(tmp_path, srv):
     err = mount_error(tmp_path, srv.endpoint, bucket="other-bucket")
     assert f"no such bucket 'other-bucket' at http://127.0.0.1:{srv.port}" in err, err
+
+
+KEY_ID, SECRET = "AKIAEXAMPLE", "TOPSECRET"
+CREDS_REFUSED = ("fusefs: the S3 endpoint must not contain credentials (USER:KEY@); "
+                 "use the environment or --credentials-file")
+
+
+def userinfo_endpoint(where, srv):
+    """an endpoint with KEY_ID:SECRET@ in it: at a closed port, at the
+    live server, or with a scheme fusefs does not take"""
+    if where == "closed":
+        return f"http://{KEY_ID}:{SECRET}@127.0.0.1:{closed_port()}"
+    if where == "live":
+        return f"http://{KEY_ID}:{SECRET}@127.0.0.1:{srv.port}"
+    return f"ftp://{KEY_ID}:{SECRET}@127.0.0.1:{srv.port}"
+
+
+def refused_quietly(r):
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, (r.returncode, out)
+    assert KEY_ID not in out and SECRET not in out, out
+    assert CREDS_REFUSED in r.stderr, r.stderr
+    assert not [w for w in BAD_WORDS if w in out], out
+
+
+@pytest.mark.parametrize("where", ["closed", "live", "ftp"])
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_manifest_create_refuses_credentials_in_the_endpoint(srv, where, how):
+    """`fusefs manifest create` refuses an endpoint (--endpoint or
+    AWS_ENDPOINT_URL) with USER:KEY@ in it, and prints neither part"""
+    ep = userinfo_endpoint(where, srv)
+    args = ["--endpoint", ep] if how == "flag" else []
+    env = dict(CREDS, **({"AWS_ENDPOINT_URL": ep} if how == "env" else {}))
+    r = run_fusefs("manifest", "create", f"s3://{BUCKET}", *args, timeout=60, env=env)
+    refused_quietly(r)
+    assert r.stdout == "", r.stdout
+    assert not srv.requests, srv.requests       # nothing was sent
+
+
+def test_manifest_diff_refuses_credentials_in_the_endpoint(srv, tmp_path):
+    """a manifest read from S3 (AWS_ENDPOINT_URL) by `fusefs manifest diff`"""
+    local = tmp_path / "m.manifest"
+    local.write_text("#fusefs-manifest 1\n")
+    env = dict(CREDS, AWS_ENDPOINT_URL=userinfo_endpoint("live", srv))
+    r = run_fusefs("manifest", "diff", f"s3://{BUCKET}/m.manifest", str(local),
+                   timeout=60, env=env)
+    refused_quietly(r)
+    assert not srv.requests, srv.requests
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_mount_refuses_credentials_in_the_endpoint(tmp_path, srv, how):
+    """the mount's check before going to the background: the same words"""
+    ep = userinfo_endpoint("live", srv)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    args = ["--endpoint", ep] if how == "flag" else []
+    env = dict(CREDS, **({"AWS_ENDPOINT_URL": ep} if how == "env" else {}))
+    r = run_fusefs("mount", f"s3://{BUCKET}", str(mnt), "-f", "--cache-dir",
+                   str(tmp_path / "cache"), *args, timeout=60, env=env)
+    refused_quietly(r)
+    assert not srv.requests, srv.requests

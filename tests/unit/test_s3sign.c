@@ -136,6 +136,20 @@ static void test_parse_endpoint(void)
 		  ==, -EINVAL);
 	CHECK_INT(endpoint("http://host-name-of-exactly-31-bytes.x", got, sizeof(got)),
 		  ==, 0);
+	/* credentials (USER:KEY@) are refused as such, whatever else is
+	 * wrong, so that no message echoes them */
+	CHECK_INT(endpoint("http://AKIAEXAMPLE:TOPSECRET@127.0.0.1:1", got,
+			   sizeof(got)), ==, -EPERM);
+	CHECK_STR(got, "- -");
+	CHECK_INT(endpoint("https://user@rgw.example/", got, sizeof(got)), ==, -EPERM);
+	CHECK_INT(endpoint("https://@rgw.example", got, sizeof(got)), ==, -EPERM);
+	CHECK_INT(endpoint("ftp://key:secret@host", got, sizeof(got)), ==, -EPERM);
+	CHECK_INT(endpoint("key:secret@host:7480", got, sizeof(got)), ==, -EPERM);
+	CHECK_INT(endpoint("http://host/key:secret@", got, sizeof(got)), ==, -EPERM);
+	CHECK_INT(endpoint("http://host?k=key:secret@x", got, sizeof(got)), ==, -EPERM);
+	/* too long for the host buffer and with credentials: still -EPERM */
+	CHECK_INT(endpoint("http://a-very-long-user-name:a-very-long-secret@h", got,
+			   sizeof(got)), ==, -EPERM);
 }
 
 int main(void)
