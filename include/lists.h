@@ -16,7 +16,8 @@
  * with '#' keep working.  A text with a begin header and no path line
  * (blank lines aside) is a begin alone; path lines that are all refused
  * refuse the whole text, begin included.  The begin acts before the list
- * is placed.
+ * is placed; a list refused (-ESTALE, -EBUSY) refuses its begin too:
+ * nothing changes.
  *
  * Numbers.  A list without "# epoch" takes the number after the current
  * epoch's (0 for a fresh list) and replaces whatever was queued, as

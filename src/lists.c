@@ -606,22 +606,27 @@ static void drop_queued(struct rlist *r, int64_t no, bool all)
 		epoch_free(pop_queued(r));
 }
 
+/* the number a begin of epoch @no (LIST_NO_EPOCH: the next one) starts */
+static int64_t begin_number(const struct rlist *r, int64_t no)
+{
+	if (no != LIST_NO_EPOCH)
+		return no;
+	if (r->nq)
+		return r->q[0]->no;
+	if (r->cur)
+		return r->cur->no + 1;
+	if (r->want != LIST_NO_EPOCH)
+		return r->want;
+	return r->last_no + 1;
+}
+
 /* epoch @no (LIST_NO_EPOCH: the next one) begins, @at files in; its number */
 static int64_t begin(struct rlist *r, int64_t no, uint64_t at)
 {
 	int64_t was = r->cur ? r->cur->no : r->want;
 
 	drop_stragglers(r);
-	if (no == LIST_NO_EPOCH) {
-		if (r->nq)
-			no = r->q[0]->no;
-		else if (r->cur)
-			no = r->cur->no + 1;
-		else if (r->want != LIST_NO_EPOCH)
-			no = r->want;
-		else
-			no = r->last_no + 1;
-	}
+	no = begin_number(r, no);
 	if (r->cur && r->cur->no == no) {
 		restart(r->cur, at);	/* from the start, or resumed */
 		return no;
@@ -748,16 +753,109 @@ static enum list_outcome place_numbered(const struct lists *l,
 	return enqueue(r, e);
 }
 
+/*
+ * What place_numbered() would see of @r, by numbers only: the current
+ * (or awaited) epoch's number, whether it is there and read to its end,
+ * and the queued numbers.  refusal() works on this, so that a publish is
+ * decided before anything changes.
+ */
+struct shape {
+	int64_t c;			/* r->cur->no, r->want, LIST_NO_EPOCH */
+	bool cur, done;			/* a current epoch; fully_read() */
+	const struct epoch *q[LIST_QUEUE_MAX];
+	unsigned nq;
+};
+
+static void shape_of(const struct rlist *r, struct shape *s)
+{
+	s->c = r->cur ? r->cur->no : r->want;
+	s->cur = r->cur != NULL;
+	s->done = r->cur && fully_read(r->cur);
+	s->nq = r->nq;
+	memcpy(s->q, r->q, r->nq * sizeof(*r->q));
+}
+
+static void shape_pop(struct shape *s)
+{
+	memmove(s->q, s->q + 1, --s->nq * sizeof(*s->q));
+}
+
+/* @s after begin(r, @no, @at) (@no resolved: begin_number()) */
+static void shape_begin(const struct rlist *r, struct shape *s, int64_t no,
+			uint64_t at)
+{
+	int64_t was = s->c;
+
+	if (r->cur && r->cur->no == no) {	/* restart() */
+		s->done = at >= r->cur->n;
+		return;
+	}
+	s->cur = s->done = false;		/* retire() */
+	while (s->nq && ((was != LIST_NO_EPOCH && no < was) ||
+			 s->q[0]->no < no))	/* drop_queued() */
+		shape_pop(s);
+	if (s->nq && s->q[0]->no == no) {	/* make_current() */
+		s->cur = true;
+		s->done = at >= s->q[0]->n;
+		shape_pop(s);
+	}
+	s->c = no;
+}
+
+/*
+ * Would place_numbered() refuse epoch @no on @s: LO_STALE, LO_QUEUE_FULL,
+ * or LO_NONE (it will be placed).  Mirrors place_numbered() and
+ * enqueue(), step for step.
+ */
+static enum list_outcome refusal(const struct shape *s, int64_t no, bool idle)
+{
+	unsigned first = 0, i;		/* the queue is q[first..nq) */
+	int64_t c = s->c;
+	bool cur = s->cur;
+
+	if (cur && no > c && s->done) {		/* advance() */
+		cur = s->nq > 0;
+		c = cur ? s->q[0]->no : LIST_NO_EPOCH;
+		first = cur;
+	}
+	if (c != LIST_NO_EPOCH && no < c)
+		return idle ? LO_NONE : LO_STALE;	/* idle: afresh */
+	if ((cur && no == c) || (!cur && (c == LIST_NO_EPOCH || no == c)))
+		return LO_NONE;			/* replaced, or current */
+	for (i = first; i < s->nq && s->q[i]->no < no; i++)
+		;
+	if (i < s->nq && s->q[i]->no == no)
+		return LO_NONE;			/* replaces the queued one */
+	return s->nq - first == LIST_QUEUE_MAX && i == s->nq ?
+	       LO_QUEUE_FULL : LO_NONE;
+}
+
+/*
+ * Place @e (NULL: a begin alone) after the begin of @rep, if any.  The
+ * outcome is decided first: a publish refused (stale, queue full) changes
+ * nothing, its begin included.
+ */
 static int publish_locked(struct lists *l, struct rlist *r, struct epoch *e,
 			  struct list_report *rep, uint64_t now)
 {
 	bool idle = is_idle(l, r, now);
+	int64_t bno = LIST_NO_EPOCH;
+	struct shape s;
 	int rc = 0;
 
 	if (rep->begin)
-		rep->begin_epoch = begin(r, rep->begin_epoch != LIST_NO_EPOCH ?
-					 rep->begin_epoch : rep->epoch,
-					 rep->begin_at);
+		bno = begin_number(r, rep->begin_epoch != LIST_NO_EPOCH ?
+				   rep->begin_epoch : rep->epoch);
+	if (e && rep->epoch != LIST_NO_EPOCH) {
+		shape_of(r, &s);
+		if (rep->begin)
+			shape_begin(r, &s, bno, rep->begin_at);
+		rep->outcome = refusal(&s, rep->epoch, idle);
+		if (rep->outcome != LO_NONE)
+			goto out_refused;
+	}
+	if (rep->begin)
+		rep->begin_epoch = begin(r, bno, rep->begin_at);
 	if (!e) {
 		rep->outcome = LO_BEGUN;
 	} else if (rep->epoch == LIST_NO_EPOCH) {
@@ -766,12 +864,16 @@ static int publish_locked(struct lists *l, struct rlist *r, struct epoch *e,
 		e->no = rep->epoch;
 		rep->outcome = place_numbered(l, r, e, idle);
 	}
+out_refused:
 	if (rep->outcome == LO_STALE)
 		rc = -ESTALE;
 	else if (rep->outcome == LO_QUEUE_FULL)
 		rc = -EBUSY;
-	if (rc)
+	if (rc) {
+		if (rep->begin)
+			rep->begin_epoch = bno;	/* what it would have begun */
 		epoch_free(e);
+	}
 	r->active_ms = now;
 	rep->current = r->cur ? r->cur->no : LIST_NO_EPOCH;
 	return rc;

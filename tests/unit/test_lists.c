@@ -5,7 +5,8 @@
  * usable line changing nothing), list names and the LISTS_MAX limit,
  * next use, the prefetch window, per-list leads, and the epoch protocol
  * of docs/epochs.md, one test per transition: header lines, numbered
- * queueing (the queue full, a republished current epoch), an explicit
+ * queueing (the queue full, a republished current epoch), a refused
+ * publish whose begin is not applied either, an explicit
  * begin after 90% of an epoch (drop_last), the next epoch expected to end
  * where that one did (learned stop), the implicit advance by the
  * queued epoch's head, a resume mid-epoch and a restart from an older
@@ -856,6 +857,58 @@ static void test_numbered_queue(void)
 	lists_destroy(l);
 }
 
+/* a publish refused (queue full, stale) with a begin: the begin is not
+ * applied either, the reader's place stays where it was */
+static void test_refused_begin_changes_nothing(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+
+	CHECK_INT(publish_range(l, "a", "# epoch 5\n", 0, 10, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 6\n", 10, 20, NULL), ==, 0);
+	CHECK_INT(publish_range(l, "a", "# epoch 7\n", 20, 30, NULL), ==, 0);
+	open_range(l, 0, 8);
+	CHECK_INT(POS(l, "a"), ==, 8);
+	CHECK_INT(LOW(l, "a"), ==, 8);
+	CHECK_INT(READ(l, "a"), ==, 8);
+	/* the begin of 5 would restart it; 9 does not fit after 6 and 7 */
+	CHECK_INT(publish_range(l, "a", "# epoch 9\n# begin 5 at 0\n", 30, 35,
+				&rep), ==, -EBUSY);
+	CHECK_INT(rep.outcome, ==, LO_QUEUE_FULL);
+	CHECK_INT(rep.begin_epoch, ==, 5);
+	CHECK_INT(rep.current, ==, 5);
+	CHECK_INT(EPOCH(l, "a"), ==, 5);
+	CHECK_INT(POS(l, "a"), ==, 8);
+	CHECK_INT(LOW(l, "a"), ==, 8);
+	CHECK_INT(READ(l, "a"), ==, 8);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	/* the begin of 6 would make it current; 4 is older: stale */
+	CHECK_INT(publish_range(l, "a", "# epoch 4\n# begin 6\n", 30, 35, &rep),
+		  ==, -ESTALE);
+	CHECK_INT(rep.outcome, ==, LO_STALE);
+	CHECK_INT(EPOCH(l, "a"), ==, 5);
+	CHECK_INT(POS(l, "a"), ==, 8);
+	CHECK_INT(READ(l, "a"), ==, 8);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	CHECK_INT(lists_next_use(l, F(8)), ==, 0);
+	/* epoch 5 read to its end: a later publish would first advance to
+	 * 6; 5 restarted by the begin, 9 still does not fit */
+	open_range(l, 8, 10);
+	CHECK_INT(publish_range(l, "a", "# epoch 9\n# begin 5 at 3\n", 30, 35,
+				&rep), ==, -EBUSY);
+	CHECK_INT(EPOCH(l, "a"), ==, 5);
+	CHECK_INT(POS(l, "a"), ==, 10);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	/* accepted with its begin: both apply */
+	CHECK_INT(publish_range(l, "a", "# epoch 6\n# begin 6 at 1\n", 10, 20,
+				&rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_REPLACED);
+	CHECK_INT(EPOCH(l, "a"), ==, 6);
+	CHECK_INT(POS(l, "a"), ==, 1);
+	CHECK_INT(QUEUED(l, "a"), ==, 1);
+	lists_destroy(l);
+}
+
 /* DistributedSampler(drop_last) or a DataLoader dropping a tail: 90% */
 static void test_drop_last_explicit_begin(void)
 {
@@ -1287,6 +1340,7 @@ int main(void)
 	TEST(test_window_ahead);
 	TEST(test_headers);
 	TEST(test_numbered_queue);
+	TEST(test_refused_begin_changes_nothing);
 	TEST(test_drop_last_explicit_begin);
 	TEST(test_learned_stop);
 	TEST(test_drop_last_implicit);
