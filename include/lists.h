@@ -148,6 +148,13 @@ void lists_set_window(struct lists *l, unsigned files);
 void lists_set_clock(struct lists *l, lists_clock_fn now_ms, void *arg);
 
 /*
+ * lists_name_ok() - is @name a list name: [A-Za-z0-9._-], 1 to
+ * LIST_NAME_MAX - 1 bytes, not starting with '.' (so never a control
+ * character, a '/' or a newline: names go into logs and reports)
+ */
+bool lists_name_ok(const char *name);
+
+/*
  * lists_publish() - parse @len bytes of @text (headers, then one path per
  * line) into list @name, as described above.  Nothing changes unless at
  * least one path was accepted, or a begin header came without path

@@ -146,8 +146,10 @@ static int name_quota_locked(struct ctl *c, const struct ctl_who *w)
 
 /*
  * The inode of list @name; with @create (on behalf of @w, who owns it
- * then) a new name gets one.  Return: 0, -ENOENT, -EDQUOT (@w has
- * user_lists names), -ENOSPC (no name left for @w), -ENOMEM.
+ * then) a new name gets one.  Only a list name (lists_name_ok()) can be
+ * made: a name slot is never freed, and names are logged.  Return: 0,
+ * -ENOENT (none, or not a list name), -EDQUOT (@w has user_lists names),
+ * -ENOSPC (no name left for @w), -ENOMEM.
  */
 static int name_ino(struct ctl *c, const char *name, bool create,
 		    const struct ctl_who *w, uint64_t *ino)
@@ -155,7 +157,7 @@ static int name_ino(struct ctl *c, const char *name, bool create,
 	int rc = -ENOENT;
 	unsigned i;
 
-	if (!*name || strlen(name) >= LIST_NAME_MAX || strchr(name, '/'))
+	if (!lists_name_ok(name))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < c->nnames && rc; i++)
@@ -699,8 +701,8 @@ static int commit_list(struct ctl *c, const char *name,
 	rep.epoch = rep.current = LIST_NO_EPOCH;
 	rc = publish_check(c, name, w);
 	if (rc)
-		log_warn("list '%s': publish by uid %u refused: %s", name,
-			 (unsigned)w->uid, strerror(-rc));
+		log_warn("list '%s': publish by uid %u refused: %s",
+			 str_log(name), (unsigned)w->uid, strerror(-rc));
 	else
 		rc = lists_publish(c->d.lists, name, buf, len, resolve, c,
 				   &rep);
@@ -833,8 +835,8 @@ int ctl_create_list(struct ctl *c, uint64_t parent, const char *name,
 	if (rc == -ENOENT)
 		return -EINVAL;		/* not a list name */
 	if (rc)
-		log_warn("list '%s': uid %u may not create it: %s", name,
-			 (unsigned)w->uid, strerror(-rc));
+		log_warn("list '%s': uid %u may not create it: %s",
+			 str_log(name), (unsigned)w->uid, strerror(-rc));
 	return rc ? rc : ctl_access(c, *ino, w, true);
 }
 

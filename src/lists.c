@@ -145,7 +145,7 @@ void lists_set_clock(struct lists *l, lists_clock_fn now_ms, void *arg)
 	pthread_mutex_unlock(&l->lock);
 }
 
-static bool name_ok(const char *name)
+bool lists_name_ok(const char *name)
 {
 	size_t i, n = strlen(name);
 
@@ -897,7 +897,7 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 	int rc;
 
 	report_init(rep);
-	if (!name_ok(name))
+	if (!lists_name_ok(name))
 		return -EINVAL;
 	rc = parse(text, len, resolve, arg, rep, &e);
 	if (rc)
@@ -929,7 +929,7 @@ int lists_begin(struct lists *l, const char *name, int64_t epoch,
 	int rc;
 
 	report_init(&rep);
-	if (!name_ok(name) || epoch < LIST_NO_EPOCH || epoch >= LIST_EPOCH_MAX)
+	if (!lists_name_ok(name) || epoch < LIST_NO_EPOCH || epoch >= LIST_EPOCH_MAX)
 		return -EINVAL;
 	rep.begin = true;
 	rep.begin_epoch = epoch;

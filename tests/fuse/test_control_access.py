@@ -147,6 +147,26 @@ def test_lists_are_owned_and_counted(shared):
     assert as_user(NOBODY, "read", os.path.join(lists, "n0")) == 0
 
 
+def test_list_names_are_checked_at_creation(shared):
+    """a list name is [A-Za-z0-9._-] (docs/epochs.md): anything else fails
+    with EINVAL at creation, takes none of the user's names and never
+    reaches the log as it is (a newline would forge a log line)"""
+    m = shared("--user-lists", "1")
+    lists = ctl(m, "lists")
+    for bad in ["bad\nname", "a b", ".hidden", "x" * 64, "tab\there", "\x1b[31m"]:
+        assert as_user(NOBODY, "write", os.path.join(lists, bad), "s0\n") == errno.EINVAL, bad
+        assert as_owner("write", os.path.join(lists, bad), "s0\n") == errno.EINVAL, bad
+    assert os.listdir(lists) == []
+    # the bad names took none of NOBODY's one name
+    assert as_user(NOBODY, "write", os.path.join(lists, "n0"), "s1\n") == 0
+    # over quota, a forged line would have been logged with the refusal
+    forged = "x' refused\nERROR control: forged line"
+    assert as_user(NOBODY, "write", os.path.join(lists, forged), "s2\n") == errno.EINVAL
+    assert as_user(NOBODY, "write", os.path.join(lists, "n1"), "s2\n") == errno.EDQUOT
+    assert sorted(os.listdir(lists)) == ["n0"]
+    assert "\nERROR control: forged" not in m.log()
+
+
 def test_control_group_is_privileged(shared):
     m = shared("--control-group", str(GROUP))
     assert os.stat(ctl(m, "pin")).st_gid == GROUP
