@@ -139,7 +139,8 @@ int ctl_create_list(struct ctl *c, uint64_t parent, const char *name,
  * the budget's; with @text, the text made for a read, charged even past
  * the budget so that reading stats never fails for memory),
  * ctl_buffer_close() at release with every byte grown.
- * ctl_buffer_shrink() takes back a grow whose allocation failed.
+ * ctl_buffer_shrink() takes back a grow whose allocation failed: the
+ * bytes go back to @w's share and to the budget.
  */
 int ctl_buffer_open(struct ctl *c, const struct ctl_who *w);
 int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,

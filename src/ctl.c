@@ -881,6 +881,20 @@ int ctl_buffer_open(struct ctl *c, const struct ctl_who *w)
 	return rc;
 }
 
+/* give @bytes of @w's quota back (not the memory budget's) */
+static void user_give(struct ctl *c, const struct ctl_who *w, uint64_t bytes)
+{
+	struct ctl_user *u;
+
+	if (w->privileged)
+		return;
+	pthread_mutex_lock(&c->lock);
+	u = user_locked(c, w->uid, false);
+	if (u)
+		u->bytes -= MIN(u->bytes, bytes);
+	pthread_mutex_unlock(&c->lock);
+}
+
 int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,
 		    bool text)
 {
@@ -902,22 +916,16 @@ int ctl_buffer_grow(struct ctl *c, const struct ctl_who *w, uint64_t bytes,
 		membudget_force(c->d.mem, MB_CTL, bytes);
 	if (!c->d.mem || text || membudget_try(c->d.mem, MB_CTL, bytes))
 		return 0;
-	ctl_buffer_shrink(c, w, bytes);
+	user_give(c, w, bytes);
 	return -ENOBUFS;
 }
 
 void ctl_buffer_shrink(struct ctl *c, const struct ctl_who *w,
 		       uint64_t bytes)
 {
-	struct ctl_user *u;
-
-	if (!w->privileged) {
-		pthread_mutex_lock(&c->lock);
-		u = user_locked(c, w->uid, false);
-		if (u)
-			u->bytes -= MIN(u->bytes, bytes);
-		pthread_mutex_unlock(&c->lock);
-	}
+	if (c->d.mem && bytes)
+		membudget_give(c->d.mem, MB_CTL, bytes);
+	user_give(c, w, bytes);
 }
 
 void ctl_buffer_close(struct ctl *c, const struct ctl_who *w,

@@ -5,7 +5,8 @@
  * their files, unknown paths, CRLF, the root), lists published through a
  * list inode and ctl_commit_list (numbered epochs, begins, stale and
  * queue-full refusals with their errno), warm input, and the texts read back
- * (stats, heat, a list's status).  The mount is a real namespace
+ * (stats, heat, a list's status), and a buffer grow taken back giving
+ * the bytes back to the user's share and the memory budget.  The mount is a real namespace
  * (nsmgr.c) and cache over the in-memory backend; only cache functions
  * ctl.c itself calls are used, and results are read through ctl.
  *
@@ -586,6 +587,38 @@ static void test_access(void)
 	env_fini(&e);
 }
 
+/* a grow taken back (its allocation failed) gives the bytes back to the
+ * user's share and to the memory budget */
+static void test_buffer_shrink(void)
+{
+	const struct ctl_who u = { .uid = 1000 };
+	struct membudget_usage mu;
+	struct membudget *mb;
+	struct ctl_deps d = { 0 };
+	struct ctl *c;
+
+	CHECK_INT(membudget_create(&mb, 64 << 20), ==, 0);
+	d.mem = mb;
+	c = ctl_create(&d);
+	CHECK(c != NULL);
+	CHECK_INT(ctl_buffer_open(c, &u), ==, 0);
+	CHECK_INT(ctl_buffer_grow(c, &u, 1 << 20, false), ==, 0);
+	CHECK_INT(ctl_buffer_grow(c, &CTL_OWNER, 1 << 20, false), ==, 0);
+	membudget_usage(mb, &mu);
+	CHECK_INT(mu.by_class[MB_CTL], ==, 2 << 20);
+	ctl_buffer_shrink(c, &u, 1 << 20);
+	ctl_buffer_shrink(c, &CTL_OWNER, 1 << 20);
+	membudget_usage(mb, &mu);
+	CHECK_INT(mu.by_class[MB_CTL], ==, 0);
+	/* the whole share is the user's again: 256 MiB / 16 */
+	CHECK_INT(ctl_buffer_grow(c, &u, 16 << 20, false), ==, 0);
+	ctl_buffer_close(c, &u, 16 << 20);
+	membudget_usage(mb, &mu);
+	CHECK_INT(mu.by_class[MB_CTL], ==, 0);
+	ctl_destroy(c);
+	membudget_destroy(mb);
+}
+
 int main(void)
 {
 	runner_name = "test_ctl";
@@ -600,5 +633,6 @@ int main(void)
 	TEST(test_warm);
 	TEST(test_read_texts);
 	TEST(test_access);
+	TEST(test_buffer_shrink);
 	return runner_done();
 }
