@@ -7,8 +7,11 @@
  *   .fusefs/stats          read: every counter ("name value" lines)
  *   .fusefs/lists/NAME     write: an epoch list (header lines "# epoch N",
  *                          "# begin [N] [at K]", then one path per line;
- *                          lists.h, docs/epochs.md), acted on when the
- *                          writer closes it; close() fails with EINVAL if
+ *                          lists.h, docs/epochs.md), acted on at the
+ *                          first close of the open file (fs_ctl.c: a
+ *                          failed write fails every later write and
+ *                          close, a write after it fails with EPIPE);
+ *                          close() fails with EINVAL if
  *                          there was neither a path nor a begin, ESTALE
  *                          for an epoch older than the current one, EBUSY
  *                          when later epochs fill the queue, ENOSPC for

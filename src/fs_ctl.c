@@ -12,6 +12,18 @@
  * memory that is not the buffer's (release may free the buffer as soon as
  * the kernel has the last reply).
  *
+ * When the text is acted on (docs/epochs.md, "Writing a control file"):
+ * at the first flush (a close() of any descriptor of the open file: a
+ * dup, a forked child's copy) that finds text, once.  The kernel sends a
+ * flush at every close and a release only after the last one, and the
+ * release's answer reaches nobody, so only a flush can report the
+ * outcome to the writer.  No write is lost silently: a write after the
+ * commit fails with EPIPE; a failed write (EFBIG, EDQUOT, ENOBUFS, an
+ * offset out of order) marks the buffer failed, and from then on every
+ * write and flush fails with that first error and nothing is acted on;
+ * every flush after the commit answers with its outcome (or with the
+ * failure of a later write).
+ *
  * Access (ctl.h, docs/control-access.md): the caller's uid and groups
  * come from the request (fuse_req_ctx(), fuse_req_getgroups()); the
  * modes shown match what ctl_access() allows, so the kernel's
@@ -40,6 +52,8 @@ struct ctlbuf {			/* fh of an open control file */
 	struct ctl_who who;	/* the opener; immutable */
 	pthread_mutex_t lock;	/* guards all below */
 	bool writing, committed;
+	int failed;		/* the first failed write's -errno, or 0 */
+	int result;		/* the commit's 0 or -errno, once committed */
 	char *buf;
 	size_t len, cap;
 	uint64_t charged;	/* bytes given to ctl_buffer_grow() */
@@ -275,6 +289,7 @@ void fs_ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		  size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct ctlbuf *cb;
+	bool first = false;
 	int rc = -EROFS;
 
 	if (!fs_is_ctl(fs_of(req), ino)) {
@@ -283,16 +298,37 @@ void fs_ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	cb = ctlbuf_of(fi);
 	pthread_mutex_lock(&cb->lock);
-	if (cb->writing)
-		rc = ctlbuf_append(fs_of(req)->d->ctl, cb, buf, size, off);
+	if (cb->writing) {
+		if (cb->failed)
+			rc = cb->failed;
+		else if (cb->committed)		/* acted on already */
+			rc = -EPIPE;
+		else
+			rc = ctlbuf_append(fs_of(req)->d->ctl, cb, buf, size,
+					   off);
+		if (rc && !cb->failed) {
+			cb->failed = rc;
+			first = true;
+		}
+	}
 	pthread_mutex_unlock(&cb->lock);
+	if (first)		/* who is immutable: no lock needed */
+		log_warn("control: a write by uid %u failed (%s): %s",
+			 (unsigned)cb->who.uid, strerror(-rc), rc == -EPIPE ?
+			 "acted on already, at the close of another descriptor" :
+			 "nothing written to this open file will be acted on");
 	if (rc)
 		fs_reply_errno(req, rc);
 	else
 		fuse_reply_write(req, size);
 }
 
-/* a control file is acted on when its writer closes it (flush) */
+/*
+ * A control file is acted on when its writer closes it (flush): the
+ * first flush with text and no failed write commits it; this and every
+ * later flush answer with the failure or the commit's outcome (see the
+ * top of this file).
+ */
 void fs_ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -306,11 +342,13 @@ void fs_ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	cb = ctlbuf_of(fi);
 	pthread_mutex_lock(&cb->lock);
-	if (cb->writing && !cb->committed && cb->len) {
+	if (cb->writing && !cb->failed && !cb->committed && cb->len) {
 		cb->committed = true;
-		rc = ctl_commit_as(fs->d->ctl, ino, &cb->who, cb->buf,
-				   cb->len, &report);
+		cb->result = ctl_commit_as(fs->d->ctl, ino, &cb->who, cb->buf,
+					   cb->len, &report);
 	}
+	if (cb->writing)
+		rc = cb->failed ? cb->failed : cb->result;
 	pthread_mutex_unlock(&cb->lock);
 	if (report)
 		log_dbg("%s", report);

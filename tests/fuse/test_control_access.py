@@ -32,6 +32,21 @@ def do_op(op, path, data):
                 os.write(fd, data.encode())
             finally:
                 os.close(fd)          # the daemon acts (and answers) here
+        elif op == "overfill":        # @data, then filler until a write fails
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            failed = 0
+            try:
+                os.write(fd, data.encode())
+                for _ in range(128):
+                    os.write(fd, (b"x" * 8191 + b"\n") * 128)
+            except OSError as e:
+                failed = e.errno
+            try:
+                os.close(fd)
+            except OSError as e:
+                # the close fails with the write's error: that errno
+                return e.errno if e.errno == failed else 253
+            return 254 if failed else 252   # closed fine after a failure
         elif op == "hold":            # open @data files at once
             for _ in range(int(data)):
                 fds.append(os.open(path, os.O_RDONLY))
@@ -165,6 +180,19 @@ def test_list_names_are_checked_at_creation(shared):
     assert as_user(NOBODY, "write", os.path.join(lists, "n1"), "s2\n") == errno.EDQUOT
     assert sorted(os.listdir(lists)) == ["n0"]
     assert "\nERROR control: forged" not in m.log()
+
+
+def test_write_past_the_quota_publishes_nothing(shared):
+    """a write past the user's share (EDQUOT) fails the close with it, and
+    the paths written before it are not published"""
+    m = shared()
+    lists = ctl(m, "lists")
+    assert as_user(NOBODY, "overfill", os.path.join(lists, "n0"),
+                   "# epoch 0\ns0\ns1\ns2\n") == errno.EDQUOT
+    assert as_owner_text(m, "lists/n0") == "list n0: not published\n"
+    # the share is free again: a list of the user's is published
+    assert as_user(NOBODY, "write", os.path.join(lists, "n0"), "s0\n") == 0
+    assert "\nfiles 1\n" in as_owner_text(m, "lists/n0")
 
 
 def test_control_group_is_privileged(shared):

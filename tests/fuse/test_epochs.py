@@ -1,7 +1,9 @@
 """The epoch protocol of docs/epochs.md through the real daemon over a
 file:// source: numbered lists and begins written to MNT/.fusefs/lists/NAME
 by a raw writer (drop_last at 90%, the queued epoch's head, a stale
-publish, a resume), two lists and an idle one, and the CLI: prefetch
+publish, a resume), two lists and an idle one, a write failing part-way
+(nothing published, the close fails), the close of a copy of the open
+file (a fork's, a dup) publishing and later writes failing with EPIPE, and the CLI: prefetch
 --list=FILE, --epoch/--begin/--at, the --wait exit codes (ready, timeout,
 cache full, stalled), no progress bar off a terminal, status --json and
 stats --json with their documented fields."""
@@ -26,6 +28,11 @@ KiB = 1024
 def ctl_write(m, name, data):
     with open(os.path.join(m.mnt, ".fusefs", name), "wb") as f:
         f.write(data.encode() if isinstance(data, str) else data)
+
+
+def ctl_read(m, name):
+    with open(os.path.join(m.mnt, ".fusefs", name)) as f:
+        return f.read()
 
 
 def status(m, name):
@@ -248,6 +255,75 @@ def test_status_and_stats_json(mounter, small, tmp_path):
     # not a mount: exit 1 (readiness probes)
     assert run_fusefs("stats", str(tmp_path), "--json").returncode == 1
     assert run_fusefs("status", str(tmp_path), "--json").returncode == 1
+
+
+def lists_path(m, name):
+    return os.path.join(m.mnt, ".fusefs", "lists", name)
+
+
+def raises(errno_, fn, *args):
+    with pytest.raises(OSError) as e:
+        fn(*args)
+    assert e.value.errno == errno_, e.value
+
+
+def test_failed_write_publishes_nothing(mounter, small):
+    """a write that fails part-way (EFBIG past 64 MiB) fails every later
+    write and the close with it, and nothing of the text is published"""
+    m = mounter("--memory-limit", "512M")      # room for 64 MiB of text
+    fd = os.open(lists_path(m, "a"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, listing(small[:10], epoch=0).encode())
+        filler = (b"x" * 8191 + b"\n") * 128    # 1 MiB of over-long lines
+        with pytest.raises(OSError) as e:
+            for _ in range(80):
+                os.write(fd, filler)
+        assert e.value.errno == errno.EFBIG
+        raises(errno.EFBIG, os.write, fd, b"s00\n")
+    finally:
+        raises(errno.EFBIG, os.close, fd)
+    assert status(m, "a") == {}                 # "list a: not published"
+    assert "list_files{" not in ctl_read(m, "stats")
+    assert "control: a write by uid 0 failed (File too large)" in m.log()
+
+
+def test_close_of_a_copy_publishes_and_later_writes_fail(mounter, small):
+    """the first close of any copy of the open file (a forked child's, a
+    dup) publishes what was written; a write after it fails with EPIPE and
+    so does the last close; a publish refused at a copy's close is
+    reported at every later close too"""
+    m = mounter()
+    path = lists_path(m, "a")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, listing(small[:5], epoch=0).encode())
+        pid = os.fork()
+        if pid == 0:                            # a child closes its copy
+            os.close(fd)
+            os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+        assert status(m, "a")["files"] == 5
+        raises(errno.EPIPE, os.write, fd, "".join(n + "\n" for n in small[5:]).encode())
+    finally:
+        raises(errno.EPIPE, os.close, fd)
+    assert status(m, "a")["files"] == 5         # not silently 5 of 20
+    # a dup closed first after the whole text: both closes succeed, once
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, listing(small, epoch=0).encode())
+    os.close(os.dup(fd))
+    os.close(fd)
+    assert status(m, "a")["files"] == 20
+    assert m.stats()["lists_published"] == 2
+    # refused at the dup's close (epoch 0 is older than 3): the last
+    # close says so as well
+    ctl_write(m, "lists/a", listing(small, epoch=3, begin=3))
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, listing(small, epoch=0).encode())
+        raises(errno.ESTALE, os.close, os.dup(fd))
+    finally:
+        raises(errno.ESTALE, os.close, fd)
+    assert status(m, "a")["epoch"] == 3
 
 
 def test_reads_racing_the_prefetcher(mounter, small):
