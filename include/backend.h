@@ -78,8 +78,9 @@ struct backend {
  */
 int backend_open(struct backend **out, const struct fusefs_conf *cf);
 void backend_close(struct backend *be);
-/* backend_check_source() - 0 if @src names a known scheme, else -EINVAL
- * with a message; no connection is made. */
+/* backend_check_source() - 0 if @src names a known scheme and carries no
+ * credentials (USER:KEY@, never echoed), else -EINVAL with a message; no
+ * connection is made. */
 int backend_check_source(const char *src);
 
 /* backend_split_source() - "rados://pool/a/b" -> scheme, where; pure */

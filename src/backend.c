@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* backend.c - source URL parsing and the backend registry */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,10 +65,26 @@ static const struct backend_ops *find_ops(const char *src, const char **where)
 	return NULL;
 }
 
+/* "s3://KEY:SECRET@bucket" would put the secret in every log line and in
+ * /proc/mounts (fsname); rados:// pool names are left as they are */
+static bool has_userinfo(const char *src)
+{
+	const char *host = strstr(src, "://");
+
+	if (!strncmp(src, "rados://", 8))
+		return false;
+	host = host ? host + 3 : src;
+	return memchr(host, '@', strcspn(host, "/?#")) != NULL;
+}
+
 int backend_check_source(const char *src)
 {
 	const char *where;
 
+	if (has_userinfo(src)) {
+		fprintf(stderr, "fusefs: SOURCE must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
+		return -EINVAL;
+	}
 	return find_ops(src, &where) ? 0 : -EINVAL;
 }
 

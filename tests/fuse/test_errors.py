@@ -153,3 +153,27 @@ def test_mount_refuses_credentials_in_the_endpoint(tmp_path, srv, how):
                    str(tmp_path / "cache"), *args, timeout=60, env=env)
     refused_quietly(r)
     assert not srv.requests, srv.requests
+
+
+SOURCE_REFUSED = ("fusefs: SOURCE must not contain credentials (USER:KEY@); "
+                  "use the environment or --credentials-file")
+
+
+@pytest.mark.parametrize("cmd", ["create", "mount"])
+def test_credentials_in_the_source_are_refused_unprinted(srv, tmp_path, cmd):
+    """s3://KEY:SECRET@bucket: `fusefs manifest create` refused it no more
+    than it printed it; both commands refuse it and print neither part"""
+    src = f"s3://{KEY_ID}:{SECRET}@{BUCKET}"
+    env = dict(CREDS, AWS_ENDPOINT_URL=srv.endpoint)
+    if cmd == "create":
+        r = run_fusefs("manifest", "create", src, timeout=60, env=env)
+    else:
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        r = run_fusefs("mount", src, str(mnt), "-f", "--cache-dir",
+                       str(tmp_path / "cache"), timeout=60, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert KEY_ID not in out and SECRET not in out, out
+    assert SOURCE_REFUSED in r.stderr, r.stderr
+    assert not srv.requests, srv.requests
