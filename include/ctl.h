@@ -39,7 +39,8 @@
  * memory budget (MB_CTL, membudget.h): ENOBUFS when it is used up.
  *
  * .fusefs is not listed by readdir of the root, so dataset walks do not
- * see it; an object called ".fusefs" at the top is shadowed by it.
+ * see it; an object or directory called ".fusefs" at the top is shadowed
+ * by it and left out of the root's listing as well.
  * Inodes 2..0xffff are reserved for these files (ns.h).  This module has
  * no FUSE knowledge: fs.c maps requests onto it.
  */

@@ -299,6 +299,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			if (!n)
 				break;
 			name = ns_name(ns, n);
+			/* shadowed by the control directory: a listing must not
+			 * hand the kernel a dentry of it (readdirplus) */
+			if (ino == FUSE_ROOT_ID && !strcmp(name, CTL_NAME))
+				continue;
 		}
 		node_entry(fs, ns, n, &e);
 		if (plus) {

@@ -139,3 +139,17 @@ def test_all_bad_list_is_refused_with_einval(mounter, shards):
     assert e.value.errno == errno.EINVAL
     assert m.stats()["lists_published"] == 0
     assert m.stats()["prefetch_chunks"] == 0
+
+
+def test_a_dataset_dir_called_fusefs_is_shadowed_not_listed(mounter, src):
+    """objects under a top-level .fusefs/ are shadowed by the control
+    directory: the root's listing leaves the name out (with readdirplus it
+    handed the kernel the dataset's directory under that name, and then
+    .fusefs/stats was looked up in it)"""
+    put(src, {".fusefs/x": b"shadowed", "a": b"a"})
+    m = mounter()
+    assert sorted(os.listdir(m.mnt)) == ["a"]
+    for _ in range(2):                  # after the listing too
+        with open(m.path(".fusefs/stats")) as f:
+            assert "hits" in f.read()
+    assert not os.path.exists(m.path(".fusefs/x"))
