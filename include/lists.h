@@ -264,5 +264,13 @@ void list_report_print(const struct list_report *r, FILE *f);
 const char *list_outcome_name(enum list_outcome o);
 /* lists_count() - lists published */
 unsigned lists_count(struct lists *l);
+/*
+ * lists_room() - may a publish of list @name take a place, leaving
+ * @reserve places to others: @name exists, or fewer than LISTS_MAX -
+ * @reserve lists are not idle.  A publish into a full table takes the
+ * place of the list idle the longest (it is gone, with its epochs and
+ * status); -ENOSPC only when every list is in use.
+ */
+bool lists_room(struct lists *l, const char *name, unsigned reserve);
 
 #endif

@@ -47,7 +47,6 @@ static const struct {
 struct list_name {
 	char *name;
 	uid_t owner;			/* who created it */
-	bool published;			/* a publish was accepted */
 };
 
 /* an unprivileged user's open control files and the bytes they buffer */
@@ -63,7 +62,7 @@ struct ctl {
 	uint64_t user_bytes;
 	pthread_mutex_t lock;		/* guards names and users */
 	struct list_name names[MAX_NAMES]; /* ever seen: ino - INO_LIST0 */
-	unsigned nnames, npublished;
+	unsigned nnames;
 	struct ctl_user users[MAX_USERS];
 };
 
@@ -172,7 +171,6 @@ static int name_ino(struct ctl *c, const char *name, bool create,
 
 			n->name = strdup(name);
 			n->owner = w->uid;
-			n->published = false;
 			if (n->name)
 				*ino = INO_LIST0 + c->nnames++;
 			else
@@ -662,30 +660,19 @@ static int publish_check(struct ctl *c, const char *name,
 	const struct list_name *n;
 	uint64_t ino;
 	int rc = name_ino(c, name, true, w, &ino);
+	bool room;
 
 	if (rc || w->privileged)
 		return rc == -ENOENT ? -EINVAL : rc;
+	room = lists_room(c->d.lists, name, LISTS_RESERVED);	/* its lock */
 	pthread_mutex_lock(&c->lock);
 	n = &c->names[ino - INO_LIST0];
 	if (n->owner != w->uid)
 		rc = -EPERM;
-	else if (!n->published && c->npublished >= LISTS_MAX - LISTS_RESERVED)
+	else if (!room)
 		rc = -ENOSPC;
 	pthread_mutex_unlock(&c->lock);
 	return rc;
-}
-
-static void mark_published(struct ctl *c, const char *name)
-{
-	unsigned i;
-
-	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < c->nnames; i++)
-		if (!strcmp(c->names[i].name, name) && !c->names[i].published) {
-			c->names[i].published = true;
-			c->npublished++;
-		}
-	pthread_mutex_unlock(&c->lock);
 }
 
 static int commit_list(struct ctl *c, const char *name,
@@ -706,8 +693,6 @@ static int commit_list(struct ctl *c, const char *name,
 	else
 		rc = lists_publish(c->d.lists, name, buf, len, resolve, c,
 				   &rep);
-	if (!rc)
-		mark_published(c, name);
 	f = open_memstream(report, &rlen);
 	if (f) {
 		fprintf(f, "list %s: %s\n", name, commit_verdict(rc, &rep));

@@ -474,13 +474,37 @@ static struct rlist *find(struct lists *l, const char *name)
 	return NULL;
 }
 
+static bool is_idle(const struct lists *l, const struct rlist *r, uint64_t now);
+
+/*
+ * The table is full: the list idle the longest gives its place (lists
+ * are never removed otherwise, so a long-lived mount that sees a new name
+ * per job would refuse every name past the 64th).  0, or -ENOSPC if no
+ * list is idle.
+ */
+static int make_room(struct lists *l, uint64_t now)
+{
+	unsigned i, v = LISTS_MAX;
+
+	for (i = 0; i < l->n; i++)
+		if (is_idle(l, l->l[i], now) &&
+		    (v == LISTS_MAX || l->l[i]->active_ms < l->l[v]->active_ms))
+			v = i;
+	if (v == LISTS_MAX)
+		return -ENOSPC;
+	rlist_free(l->l[v]);
+	memmove(&l->l[v], &l->l[v + 1], (l->n - v - 1) * sizeof(l->l[0]));
+	l->n--;
+	return 0;
+}
+
 static int find_or_add(struct lists *l, const char *name, uint64_t now,
 		       struct rlist **out)
 {
 	struct rlist *r = find(l, name);
 
 	if (!r) {
-		if (l->n == LISTS_MAX)
+		if (l->n == LISTS_MAX && make_room(l, now))
 			return -ENOSPC;
 		r = calloc(1, sizeof(*r));
 		if (!r)
@@ -1504,6 +1528,21 @@ void lists_print_one(struct lists *l, const char *name, FILE *f)
 	fprintf(f, "# last publish\n");
 	list_report_print(&r->last_report, f);
 	pthread_mutex_unlock(&l->lock);
+}
+
+bool lists_room(struct lists *l, const char *name, unsigned reserve)
+{
+	uint64_t now;
+	unsigned i, busy = 0;
+	bool room;
+
+	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
+	for (i = 0; i < l->n; i++)
+		busy += !is_idle(l, l->l[i], now);
+	room = find(l, name) || busy + reserve < LISTS_MAX;
+	pthread_mutex_unlock(&l->lock);
+	return room;
 }
 
 unsigned lists_count(struct lists *l)

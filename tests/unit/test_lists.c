@@ -1248,6 +1248,54 @@ static void test_two_lists(void)
 	lists_destroy(l);
 }
 
+/*
+ * A full table: a new name takes the place of the list idle the longest
+ * (a long-lived mount that sees a name per job would otherwise refuse
+ * every name past the 64th until a remount); -ENOSPC only while no list
+ * is idle.  lists_room() counts only lists in use.
+ */
+static void test_idle_list_gives_its_place(void)
+{
+	struct lists *l = lists_create();
+	char name[LIST_NAME_MAX], *text;
+	unsigned i;
+
+	fake_ms = 1000;
+	lists_set_clock(l, fake_clock, NULL);
+	lists_set_idle(l, 10);
+	for (i = 0; i < LISTS_MAX; i++) {
+		snprintf(name, sizeof(name), "r%u", i);
+		CHECK_INT(publish(l, name, "f1\n", NULL), ==, 0);
+	}
+	fake_ms += 5000;
+	for (i = 0; i < LISTS_MAX; i++) {	/* all but r7 and r20 in use */
+		snprintf(name, sizeof(name), "r%u", i);
+		if (i != 7 && i != 20)
+			CHECK_INT(publish(l, name, "f2\n", NULL), ==, 0);
+	}
+	fake_ms += 6000;			/* r7, r20 idle for 11 s */
+	CHECK(!lists_room(l, "new1", 8));	/* 62 in use: the reserve */
+	CHECK(lists_room(l, "r1", 8));		/* an existing name */
+	CHECK(lists_room(l, "new1", 1));
+	CHECK_INT(publish(l, "new1", "f3\n", NULL), ==, 0);
+	CHECK_INT(publish(l, "new2", "f3\n", NULL), ==, 0);
+	CHECK_INT(lists_count(l), ==, LISTS_MAX);
+	CHECK_INT(publish(l, "new3", "f3\n", NULL), ==, -ENOSPC);
+	text = text_of(l, "r7");
+	CHECK(strstr(text, "not published") != NULL);
+	free(text);
+	text = text_of(l, "r20");
+	CHECK(strstr(text, "not published") != NULL);
+	free(text);
+	text = text_of(l, "r21");		/* the others are kept */
+	CHECK(strstr(text, "not published") == NULL);
+	free(text);
+	fake_ms += 11000;			/* every list idle */
+	CHECK(lists_room(l, "new4", 8));
+	CHECK_INT(publish(l, "new4", "f3\n", NULL), ==, 0);
+	lists_destroy(l);
+}
+
 /* a list whose reader stopped stops holding cache space */
 static void test_idle_list(void)
 {
@@ -1352,6 +1400,7 @@ int main(void)
 	TEST(test_stale_publish);
 	TEST(test_two_lists);
 	TEST(test_idle_list);
+	TEST(test_idle_list_gives_its_place);
 	TEST(test_begin_creates_waiting_list);
 	return runner_done();
 }
