@@ -41,7 +41,9 @@
 #define S3_SYNC_HANDLES	6	/* listing and HEAD requests at once */
 #define S3_LIST_STREAMS	4	/* listings of one prefix's parts at once */
 #define S3_SPLIT_DEPTH	2	/* levels listed with a delimiter (s3walk.h) */
-#define S3_GET_MIN_RATE	(1U << 20)	/* bytes/s a GET's time limit allows */
+#define S3_STALL_RATE	1024		/* bytes/s: below it for op_timeout,
+					 * a transfer is stalled and fails */
+#define S3_GET_MIN_RATE	(64U << 10)	/* bytes/s a GET's time limit allows */
 
 struct s3_be {
 	struct backend base;
@@ -125,9 +127,10 @@ static void setup(const struct s3_be *s, CURL *h)
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)s->cf->connect_timeout_s);
-	/* a stalled transfer fails after op_timeout; each request also sets
-	 * an overall limit (CURLOPT_TIMEOUT*), which a slow one meets */
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	/* a stalled or trickling transfer (under 1 KiB/s for op_timeout)
+	 * fails then; each request also sets an overall limit
+	 * (CURLOPT_TIMEOUT*) for one that is slow all the way */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)S3_STALL_RATE);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)s->cf->op_timeout_s);
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
 	if (s->cf->s3_ca_file)
@@ -808,14 +811,14 @@ static size_t read_header(char *data, size_t sz, size_t n, void *arg)
 /*
  * The time limit of a ranged GET of @len bytes, in ms: op_timeout for the
  * request and the answer to start (connect included), plus the bytes at
- * S3_GET_MIN_RATE.  op_timeout alone (15 s) would fail every healthy
- * 16 MiB chunk on a link that gives one transfer less than ~1.1 MiB/s
- * (32 reads in flight sharing 250 Mbit/s), and each retry the same way;
- * the low-speed limit (setup()) alone let an endpoint that trickles a
- * few bytes a second hold a read for hours.  So one attempt lasts at
- * most op_timeout + len / 1 MiB/s: 19 s for a 4 MiB chunk with the
- * defaults, 31 s for 16 MiB (docs/reliability.md, "The bound").  A
- * transfer slower than that fails (-ETIMEDOUT): raise --op-timeout.
+ * S3_GET_MIN_RATE (64 KiB/s): 79 s for a 4 MiB chunk with the defaults.
+ * It only has to end a transfer that is slow all the way: one that
+ * stalls or trickles (under S3_STALL_RATE for op_timeout, setup()) fails
+ * after op_timeout.  A tighter rate would fail healthy transfers on a
+ * shared link, all at once and again at every retry: 32 reads in flight
+ * over 50 Mbit/s get about 0.2 MiB/s each, 21 s for a 4 MiB chunk
+ * (docs/reliability.md, "The bound").  Slower than that: fewer reads in
+ * flight (--max-inflight) or a longer --op-timeout.
  */
 static long get_timeout_ms(const struct s3_be *s, size_t len)
 {

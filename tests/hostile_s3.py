@@ -30,6 +30,7 @@ TRICKLE_DATA = random.Random(2).randbytes(256 * 1024)
 TRICKLE_BPS = 2                 # bytes a second after the headers
 TRICKLE_MAX = 15                # then the connection is closed (an unfixed
                                 # client must not hold a test up for hours)
+STEADY_BPS = 80 * 1024          # "slow_steady": slow but steady, 3.2 s for it
 
 MODES = {
     "normal": "one object, served properly",
@@ -38,6 +39,8 @@ MODES = {
     "trickle": f"one more object, {TRICKLE_KEY}, whose GETs answer 206 at once, then "
                f"{TRICKLE_BPS} bytes a second (for at most {TRICKLE_MAX} s, then the "
                "connection is closed); the rest as normal",
+    "slow_steady": f"one more object, {TRICKLE_KEY}, whose GETs come at a steady "
+                   f"{STEADY_BPS >> 10} KiB/s (a shared slow link); the rest as normal",
     "fresh_tokens": "every page empty, truncated, with a token never seen before",
     "fresh_tokens_same_keys": "every page the same keys under a fresh token",
     "alternating_tokens": "tokens A, B, A, ... with new keys on each page",
@@ -133,7 +136,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def objects(self):
         """the objects served in the current mode"""
-        if self.server.mode == "trickle":
+        if self.server.mode in ("trickle", "slow_steady"):
             return {**OBJECTS, TRICKLE_KEY: TRICKLE_DATA}
         return OBJECTS
 
@@ -183,12 +186,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if a >= len(data):
             return self.reply(416)
         headers = [("ETag", ETAG), ("Content-Range", f"bytes {a}-{b}/{len(data)}")]
+        if name == TRICKLE_KEY and self.server.mode == "slow_steady":
+            return self.trickle(data[a:b + 1], headers, STEADY_BPS // 10, 0.1)
         if name == TRICKLE_KEY:
             return self.trickle(data[a:b + 1], headers)
         return self.reply(206, data[a:b + 1], headers)
 
-    def trickle(self, body, headers):
-        """the headers at once, then TRICKLE_BPS bytes a second"""
+    def trickle(self, body, headers, piece=TRICKLE_BPS, every=1.0):
+        """the headers at once, then @piece bytes every @every seconds"""
         self.send_response(206)
         for k, v in headers:
             self.send_header(k, v)
@@ -196,11 +201,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         end = time.monotonic() + TRICKLE_MAX
         try:
-            for i in range(0, len(body), TRICKLE_BPS):
+            for i in range(0, len(body), piece):
                 if time.monotonic() > end:
                     break
-                self.wfile.write(body[i:i + TRICKLE_BPS])
-                time.sleep(1)
+                self.wfile.write(body[i:i + piece])
+                self.wfile.flush()
+                time.sleep(every)
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True
@@ -226,7 +232,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = next(self.server.pages)
         normal = [contents(k.encode(), len(v), encode=enc) for k, v in self.objects().items()]
         if q.get("max-keys") == "1" or mode.startswith("head_") or \
-                mode in ("normal", "get_500", "trickle"):
+                mode in ("normal", "get_500", "trickle", "slow_steady"):
             return self.reply(200, page(normal, encode=enc))
         if mode == "fresh_tokens":
             return self.reply(200, page([], token=f"fresh-{n}", encode=enc))

@@ -212,9 +212,10 @@ def test_versions_listing_without_islatest_is_an_error(tmp_path, srv):
 # a GET's time limit (docs/reliability.md, "The bound"): op_timeout, plus
 # the bytes asked for at 1 MiB/s; slow.bin (256 KiB) is one chunk
 OP_TIMEOUT = 2
-GET_BOUND = OP_TIMEOUT + len(TRICKLE_DATA) / (1 << 20)
+# a transfer under 1 KiB/s for op_timeout is stalled (curl checks each second)
+STALL_BOUND = OP_TIMEOUT + 1
 SLACK = 5                       # a loaded 2-core machine, a sanitizer build
-assert 2 * GET_BOUND + SLACK < TRICKLE_MAX
+assert 2 * STALL_BOUND + SLACK < TRICKLE_MAX
 
 
 def test_trickled_read_fails_in_time(s3mount, srv):
@@ -230,11 +231,23 @@ def test_trickled_read_fails_in_time(s3mount, srv):
     assert e.value.errno == errno.EIO, e.value
     # with --retries 0 one attempt per READ; the kernel follows the failed
     # read-ahead with a READ of the page wanted, which waits once more
-    assert took < 2 * GET_BOUND + SLACK, took
+    assert took < 2 * STALL_BOUND + SLACK, took
     assert f"reading '{TRICKLE_KEY}' chunk 0 failed: Connection timed out" in m.log(), m.log()
     assert m.proc.poll() is None
     assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
     assert m.stats()["backend_errors"] >= 1
+
+
+def test_slow_but_steady_read_completes(s3mount, srv):
+    """a link that is slow for every transfer but never stalls (80 KiB/s:
+    3.2 s for 256 KiB, longer than op_timeout + the bytes at 1 MiB/s) is
+    served, not failed at every attempt"""
+    srv.mode = "slow_steady"
+    m = s3mount("--op-timeout", str(OP_TIMEOUT), "--retries", "0", "--readahead", "0")
+    t0 = time.monotonic()
+    assert read_uncached(m.path(TRICKLE_KEY)) == TRICKLE_DATA
+    assert time.monotonic() - t0 > OP_TIMEOUT + len(TRICKLE_DATA) / (1 << 20)
+    assert m.stats()["backend_errors"] == 0
 
 
 def test_trickled_remote_manifest_fails_in_time(tmp_path, srv):
@@ -253,5 +266,5 @@ def test_trickled_remote_manifest_fails_in_time(tmp_path, srv):
     assert (f"cannot read manifest s3://{BUCKET}/{TRICKLE_KEY}: Connection timed out"
             in r.stderr), r.stderr
     assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
-    assert took < GET_BOUND + SLACK, took
+    assert took < STALL_BOUND + SLACK, took
     assert not os.path.ismount(mnt)
