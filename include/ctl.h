@@ -112,6 +112,9 @@ enum ctl_kind ctl_kind(struct ctl *c, uint64_t ino);
  */
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name, bool create,
 	       uint64_t *ino);
+/* ctl_shadows() - is @name in directory @parent the control directory's
+ * (a dataset entry of that name is neither looked up nor listed) */
+bool ctl_shadows(uint64_t parent, const char *name);
 /* ctl_readdir() - the @i-th entry of control directory @dir: name and
  * inode; false past the end */
 bool ctl_readdir(struct ctl *c, uint64_t dir, size_t i, const char **name,

@@ -181,6 +181,11 @@ static int name_ino(struct ctl *c, const char *name, bool create,
 	return rc;
 }
 
+bool ctl_shadows(uint64_t parent, const char *name)
+{
+	return parent == NS_ROOT_INO && !strcmp(name, CTL_NAME);
+}
+
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name, bool create,
 	       uint64_t *ino)
 {
@@ -188,7 +193,7 @@ int ctl_lookup(struct ctl *c, uint64_t parent, const char *name, bool create,
 
 	*ino = 0;
 	if (parent == NS_ROOT_INO) {
-		if (!strcmp(name, CTL_NAME))
+		if (ctl_shadows(parent, name))
 			*ino = INO_DIR;
 		return 0;
 	}

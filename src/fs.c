@@ -299,9 +299,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			if (!n)
 				break;
 			name = ns_name(ns, n);
-			/* shadowed by the control directory: a listing must not
-			 * hand the kernel a dentry of it (readdirplus) */
-			if (ino == FUSE_ROOT_ID && !strcmp(name, CTL_NAME))
+			/* a listing must not hand the kernel a dentry of a
+			 * shadowed entry (readdirplus) */
+			if (ctl_shadows(ino, name))
 				continue;
 		}
 		node_entry(fs, ns, n, &e);

@@ -474,7 +474,10 @@ static struct rlist *find(struct lists *l, const char *name)
 	return NULL;
 }
 
-static bool is_idle(const struct lists *l, const struct rlist *r, uint64_t now);
+static bool is_idle(const struct lists *l, const struct rlist *r, uint64_t now)
+{
+	return l->idle_ms && now - r->active_ms >= l->idle_ms;
+}
 
 /*
  * The table is full: the list idle the longest gives its place (lists
@@ -519,11 +522,6 @@ static int find_or_add(struct lists *l, const char *name, uint64_t now,
 	}
 	*out = r;
 	return 0;
-}
-
-static bool is_idle(const struct lists *l, const struct rlist *r, uint64_t now)
-{
-	return l->idle_ms && now - r->active_ms >= l->idle_ms;
 }
 
 static void drop_stragglers(struct rlist *r)

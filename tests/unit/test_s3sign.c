@@ -115,7 +115,17 @@ static int endpoint(const char *ep, char *out, size_t cap)
 
 static void test_parse_endpoint(void)
 {
+	static const char *const bad[] = {
+		"ftp://host", "host:7480", "http://", "http:///",
+		"http://host/path", "http://host?x=1", "http://host//",
+	};
+	static const char *const creds[] = {
+		"https://user@rgw.example/", "https://@rgw.example",
+		"ftp://key:secret@host", "key:secret@host:7480",
+		"http://host/key:secret@", "http://host?k=key:secret@x",
+	};
 	char got[64];
+	size_t i;
 
 	CHECK_INT(endpoint("http://127.0.0.1:7480", got, sizeof(got)), ==, 0);
 	CHECK_STR(got, "http 127.0.0.1:7480");
@@ -124,13 +134,8 @@ static void test_parse_endpoint(void)
 	CHECK_INT(endpoint("https://[::1]:443", got, sizeof(got)), ==, 0);
 	CHECK_STR(got, "https [::1]:443");
 	/* not http(s)://HOST[:PORT][/] */
-	CHECK_INT(endpoint("ftp://host", got, sizeof(got)), ==, -EINVAL);
-	CHECK_INT(endpoint("host:7480", got, sizeof(got)), ==, -EINVAL);
-	CHECK_INT(endpoint("http://", got, sizeof(got)), ==, -EINVAL);
-	CHECK_INT(endpoint("http:///", got, sizeof(got)), ==, -EINVAL);
-	CHECK_INT(endpoint("http://host/path", got, sizeof(got)), ==, -EINVAL);
-	CHECK_INT(endpoint("http://host?x=1", got, sizeof(got)), ==, -EINVAL);
-	CHECK_INT(endpoint("http://host//", got, sizeof(got)), ==, -EINVAL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT(endpoint(bad[i], got, sizeof(got)), ==, -EINVAL);
 	/* a host that does not fit (32 bytes here) */
 	CHECK_INT(endpoint("http://host-name-of-exactly-32-bytes.xy", got, sizeof(got)),
 		  ==, -EINVAL);
@@ -141,12 +146,8 @@ static void test_parse_endpoint(void)
 	CHECK_INT(endpoint("http://AKIAEXAMPLE:TOPSECRET@127.0.0.1:1", got,
 			   sizeof(got)), ==, -EPERM);
 	CHECK_STR(got, "- -");
-	CHECK_INT(endpoint("https://user@rgw.example/", got, sizeof(got)), ==, -EPERM);
-	CHECK_INT(endpoint("https://@rgw.example", got, sizeof(got)), ==, -EPERM);
-	CHECK_INT(endpoint("ftp://key:secret@host", got, sizeof(got)), ==, -EPERM);
-	CHECK_INT(endpoint("key:secret@host:7480", got, sizeof(got)), ==, -EPERM);
-	CHECK_INT(endpoint("http://host/key:secret@", got, sizeof(got)), ==, -EPERM);
-	CHECK_INT(endpoint("http://host?k=key:secret@x", got, sizeof(got)), ==, -EPERM);
+	for (i = 0; i < sizeof(creds) / sizeof(creds[0]); i++)
+		CHECK_INT(endpoint(creds[i], got, sizeof(got)), ==, -EPERM);
 	/* too long for the host buffer and with credentials: still -EPERM */
 	CHECK_INT(endpoint("http://a-very-long-user-name:a-very-long-secret@h", got,
 			   sizeof(got)), ==, -EPERM);
