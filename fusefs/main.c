@@ -502,7 +502,7 @@ static int cmd_mount(int argc, char **argv)
 	if (!lists)
 		goto out;
 	lists_set_idle(lists, cf.list_idle_s);
-	if (verifier_start(&ver, cache, fetch, lists, cf.verify_depth,
+	if (verifier_start(&ver, cache, fetch, lists, nm, cf.verify_depth,
 			   &st))
 		goto out;
 	if (prefetch_create(&pf, lists, nm, cache, fetch))

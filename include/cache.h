@@ -244,6 +244,10 @@ uint64_t cache_free(struct cache *c);
 
 /* cache_file_bytes() - bytes of file @fid held in the cache */
 uint64_t cache_file_bytes(struct cache *c, uint64_t fid);
+/* cache_file_unverified() - chunks of file @fid held in the cache and
+ * not verified yet since the start (an open of it with passthrough
+ * waits for them) */
+uint32_t cache_file_unverified(struct cache *c, uint64_t fid);
 /* cache_pin() - pin or unpin file @fid (pinned files are never evicted) */
 int cache_pin(struct cache *c, uint64_t fid, bool pin);
 /* cache_evict_file() - drop @fid's cached bytes now; -EBUSY if in use */

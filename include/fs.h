@@ -11,6 +11,8 @@
  *   getfattr -n user.fusefs.version FILE    backend version of a file
  *   getfattr -n user.fusefs.cached FILE     bytes of the file cached
  *   getfattr -n user.fusefs.key FILE        backend object name
+ *   getfattr -n user.fusefs.unverified FILE chunks not verified since the
+ *                                           start (a passthrough open waits)
  */
 #ifndef FUSEFS_FS_H
 #define FUSEFS_FS_H

@@ -14,8 +14,12 @@
  *      (verifier_note_open(); the reader of a one-chunk file checks it
  *      itself at its first read);
  *   3. the next files of the active epoch lists (lists_window());
- *   4. every other file with unverified chunks, hottest first.
- * Level 3 and 4 wait while the daemon path is busy (passthrough not in
+ *   4. the other files of the directories where opens waited (level 1),
+ *      the most recent directory first: what readers open next, where
+ *      the hottest files may be another dataset's, read before the
+ *      restart;
+ *   5. every other file with unverified chunks, hottest first.
+ * Levels 3 to 5 wait while the daemon path is busy (passthrough not in
  * use and a file opened within the last second): there the verifier's
  * O_DIRECT reads of files nobody opened would only double the readers'
  * own reads and hashing.
@@ -26,7 +30,8 @@
  *
  * The thread is a bgthread; it idles once nothing is unverified (no chunk
  * becomes UNVERIFIED while the daemon runs).  Locks: its own queue lock, a
- * leaf; it calls the cache and lists_window() with no lock held.
+ * leaf; it calls the cache and lists_window() with no lock held, and
+ * holds nsmgr's read lock only to copy a directory's entries.
  */
 #ifndef FUSEFS_VERIFIER_H
 #define FUSEFS_VERIFIER_H
@@ -39,17 +44,20 @@
 struct verifier;
 struct fetcher;
 struct lists;
+struct nsmgr;
 
 /*
  * verifier_start() - start verifying @c's UNVERIFIED chunks with @depth
  * reads in flight (1-64; 0: no thread, chunks are verified at first use).
- * @l (may be NULL) gives the epoch lists' next files; @f (may be NULL)
+ * @l (may be NULL) gives the epoch lists' next files, @nm (may be NULL)
+ * the directory of a waited file and its other files; @f (may be NULL)
  * takes the verified chunks of files open on the daemon path into memory
  * (fetch_keep_verified()), so that their readers do not read them from
  * disk a second time.  *@out is NULL for depth 0.  Return: 0 or -errno.
  */
 int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
-		   struct lists *l, unsigned depth, struct stats *st);
+		   struct lists *l, struct nsmgr *nm, unsigned depth,
+		   struct stats *st);
 /* verifier_stop() - finish the reads in flight, stop, free; NULL is fine.
  * Before cache_close(). */
 void verifier_stop(struct verifier *v);

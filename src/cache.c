@@ -1277,6 +1277,19 @@ uint64_t cache_file_bytes(struct cache *c, uint64_t fid)
 	return bytes;
 }
 
+uint32_t cache_file_unverified(struct cache *c, uint64_t fid)
+{
+	struct centry *ce;
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	ce = htab_get(&c->tab, fid);
+	if (ce)
+		n = ce->unverified;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
 void cache_usage(struct cache *c, uint64_t *used, uint64_t *limit,
 		 uint64_t *files)
 {

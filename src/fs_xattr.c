@@ -17,6 +17,7 @@
 #define XATTR_VERSION	"user.fusefs.version"
 #define XATTR_CACHED	"user.fusefs.cached"
 #define XATTR_KEY	"user.fusefs.key"
+#define XATTR_UNVERIFIED "user.fusefs.unverified"
 #define XATTR_VAL_MAX	4200	/* an object name (4095 + prefix) fits */
 
 /* answer a getxattr/listxattr of a @len byte value; @size 0 asks the size */
@@ -63,13 +64,17 @@ static int file_xattr(struct fs *fs, fuse_ino_t ino, const char *name,
 			len = snprintf(val, cap, "%s", a.version);
 		else if (!strcmp(name, XATTR_KEY))
 			len = snprintf(val, cap, "%s", ns_key(ns, n));
-		else if (!strcmp(name, XATTR_CACHED))
+		else if (!strcmp(name, XATTR_CACHED) ||
+			 !strcmp(name, XATTR_UNVERIFIED))
 			len = 0;	/* below, without the tree's lock */
 	}
 	nsmgr_unlock(fs->d->nm);
 	if (len == 0 && !strcmp(name, XATTR_CACHED))
 		len = snprintf(val, cap, "%" PRIu64,
 			       cache_file_bytes(fs->d->cache, ino));
+	else if (len == 0)
+		len = snprintf(val, cap, "%" PRIu32,
+			       cache_file_unverified(fs->d->cache, ino));
 	return len < 0 ? len : (int)MIN((size_t)len, cap - 1);
 }
 
@@ -93,7 +98,8 @@ void fs_xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name,
 void fs_xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	static const char root[] = XATTR_STATS;
-	static const char file[] = XATTR_VERSION "\0" XATTR_CACHED "\0" XATTR_KEY;
+	static const char file[] = XATTR_VERSION "\0" XATTR_CACHED "\0"
+				   XATTR_KEY "\0" XATTR_UNVERIFIED;
 	struct fs *fs = fs_of(req);
 	const struct ns_node *n;
 	bool dir;

@@ -17,6 +17,8 @@
 #include "fetch.h"
 #include "lists.h"
 #include "log.h"
+#include "ns.h"
+#include "nsmgr.h"
 #include "verifier.h"
 
 #define VERIFY_MAX_DEPTH	64
@@ -25,6 +27,8 @@
 #define QUEUE_MAX		4096	/* opened files queued at most */
 #define QUIET_MS		1000	/* daemon path: no open for this long
 					 * before files nobody opened */
+#define KIN_DIRS		8	/* directories of waited files kept */
+#define KIN_LOOK		64	/* their entries looked at per pick */
 
 /* levels of the picker, most needed first */
 enum { LV_WAITED, LV_OPENED, LV_BACKGROUND, LV_N };
@@ -44,10 +48,17 @@ struct vslot {
 	bool queued;		/* sync mode: read not done yet */
 };
 
+/* a directory an open waited in, and how far its files were looked at */
+struct kin_dir {
+	uint64_t ino;
+	uint64_t at;		/* next child index */
+};
+
 struct verifier {
 	struct cache *c;
 	struct fetcher *fetch;
 	struct lists *lists;
+	struct nsmgr *nm;
 	struct stats *st;
 	unsigned depth;
 	struct bgthread *bg;
@@ -68,6 +79,8 @@ struct verifier {
 	size_t nheat, heat_at;
 	size_t bg_heat;		/* heat[] index of cur[LV_BACKGROUND], or
 				 * SIZE_MAX (from a list) */
+	struct kin_dir kin[KIN_DIRS];	/* most recent first */
+	unsigned nkin;
 	bool heat_taken, done_logged;
 	bool deferred;		/* the background level waits for quiet */
 	struct timespec t0;
@@ -146,7 +159,99 @@ static void drop_cur(struct verifier *v, int lv)
 	pthread_mutex_unlock(&v->lock);
 }
 
-/* a file with unverified chunks nobody asked for: lists, then heat */
+/*
+ * An open waited for file @ce: the other files of its directory are
+ * what readers open next (a dataset, a split, a shard directory), more
+ * likely than the hottest files elsewhere in the cache, e.g. of another
+ * dataset the previous job read.  Its directory goes first in kin[]
+ * (keeping how far it was looked at); the eldest falls out.
+ */
+static void kin_note(struct verifier *v, struct centry *ce)
+{
+	const struct ns_node *n;
+	struct kin_dir k = { 0, 0 };
+	struct cache_ident ci;
+	struct ns *ns;
+	unsigned i;
+
+	if (!v->nm)
+		return;
+	cache_ident(ce, &ci);
+	ns = nsmgr_rdlock(v->nm);
+	n = ns_get(ns, ci.fid);
+	if (n)
+		k.ino = ns_parent(ns, n)->ino;
+	nsmgr_unlock(v->nm);
+	if (!n)
+		return;
+	for (i = 0; i < v->nkin && v->kin[i].ino != k.ino; i++)
+		;
+	if (i < v->nkin)
+		k = v->kin[i];
+	else if (v->nkin < KIN_DIRS)
+		i = v->nkin++;
+	else
+		i = KIN_DIRS - 1;
+	memmove(&v->kin[1], &v->kin[0], i * sizeof(v->kin[0]));
+	v->kin[0] = k;
+}
+
+/*
+ * A file of the most recent kin[] directory with a chunk to start, from
+ * where the last look left it: up to KIN_LOOK entries are read under the
+ * tree's lock, then tried with none held.  A directory looked through
+ * falls out.
+ */
+static struct centry *look_kin(struct verifier *v)
+{
+	uint64_t fids[KIN_LOOK], at[KIN_LOOK];
+	struct kin_dir *k = &v->kin[0];
+	const struct ns_node *d;
+	struct centry *ce;
+	uint64_t nkids;
+	struct ns *ns;
+	unsigned i, n = 0;
+
+	if (!v->nkin)
+		return NULL;
+	ns = nsmgr_rdlock(v->nm);
+	d = ns_get(ns, k->ino);
+	nkids = d ? ns_nkids(d) : 0;
+	for (; k->at < nkids && n < KIN_LOOK; k->at++) {
+		const struct ns_node *f = ns_kid(ns, d, k->at);
+
+		if (f && !f->is_dir) {
+			fids[n] = f->ino;
+			at[n++] = k->at;
+		}
+	}
+	nsmgr_unlock(v->nm);
+	for (i = 0; i < n; i++)
+		if (cache_verify_hold(v->c, fids[i], &ce)) {
+			k->at = at[i] + 1;	/* the rest at the next pick */
+			return ce;
+		}
+	if (k->at >= nkids) {
+		v->nkin--;
+		memmove(&v->kin[0], &v->kin[1], v->nkin * sizeof(v->kin[0]));
+	}
+	return NULL;
+}
+
+/* look_kin() a few times: a directory's verified files are passed over
+ * KIN_LOOK at a time, then the heat order gets its turn */
+static struct centry *pick_kin(struct verifier *v)
+{
+	struct centry *ce = NULL;
+	unsigned looks;
+
+	for (looks = 0; looks < 4 && v->nkin && !ce; looks++)
+		ce = look_kin(v);
+	return ce;
+}
+
+/* a file with unverified chunks nobody asked for: lists, the directories
+ * of waited files, then heat */
 static struct centry *pick_background(struct verifier *v)
 {
 	uint64_t fids[LIST_LOOK];
@@ -160,6 +265,9 @@ static struct centry *pick_background(struct verifier *v)
 			if (cache_verify_hold(v->c, fids[i], &ce))
 				return ce;
 	}
+	ce = pick_kin(v);
+	if (ce)
+		return ce;
 	if (!v->heat_taken) {
 		v->heat_taken = true;
 		if (cache_unverified_by_heat(v->c, &v->heat, &v->nheat))
@@ -225,6 +333,8 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 					pick_background(v);
 				if (!ce)
 					break;
+				if (lv == LV_WAITED)
+					kin_note(v, ce);
 				v->cur[lv] = ce;
 				v->from[lv] = 0;
 				v->buffered[lv] = pt && cache_is_complete(v->c, ce);
@@ -449,7 +559,8 @@ static int64_t verify_tick(void *arg)
 }
 
 int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
-		   struct lists *l, unsigned depth, struct stats *st)
+		   struct lists *l, struct nsmgr *nm, unsigned depth,
+		   struct stats *st)
 {
 	struct verifier *v;
 	unsigned i;
@@ -466,6 +577,7 @@ int verifier_start(struct verifier **out, struct cache *c, struct fetcher *f,
 	v->c = c;
 	v->fetch = f;
 	v->lists = l;
+	v->nm = nm;
 	v->st = st;
 	v->depth = depth;
 	pthread_mutex_init(&v->lock, NULL);

@@ -110,13 +110,14 @@ def binary_for_others(top):
     return dst
 
 
-def wait_for(cond, timeout=30):
-    """poll @cond until true (True) or @timeout seconds pass (False)"""
+def wait_for(cond, timeout=30, step=0.05):
+    """poll @cond every @step seconds until true (True) or @timeout seconds
+    pass (False)"""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if cond():
             return True
-        time.sleep(0.05)
+        time.sleep(step)
     return False
 
 

@@ -314,3 +314,53 @@ def test_daemon_path_verifier_waits_while_files_are_opened(mounter, src, tmp_pat
     assert wait_for(lambda: all_verified(m), timeout=30), m.stats()
     s = m.stats()
     assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
+
+
+def unverified(m, rel):
+    return int(os.getxattr(m.path(rel), "user.fusefs.unverified"))
+
+
+def test_verifier_goes_on_in_the_directory_an_open_waited_in(mounter, src,
+                                                            tmp_path):
+    """after a restart the verifier checks the hottest files first; once an
+    open waited for a file, the other files of its directory come before
+    them (the job that runs now reads that directory, the hottest files may
+    be another dataset's). Chunks not verified yet are shown per file by
+    user.fusefs.unverified"""
+    hot = {"a/f%02d" % i: rnd(4 * CHUNK - i, 80 + i) for i in range(30)}
+    cold = {"b/f%02d" % i: rnd(CHUNK - i, 120 + i) for i in range(20)}
+    put(src, {**hot, **cold})
+    cache = str(tmp_path / "cache")
+    args = ("--verify-depth", "1")
+    m = mounter(*args, cache=cache)
+    warm_all(m, {**hot, **cold})
+    for _ in range(2):                 # a/ is read more: hotter than b/
+        for name, d in hot.items():
+            assert read_uncached(m.path(name)) == d, name
+    time.sleep(1)                      # heat reaches the index
+    a_chunks = sum(chunks(len(d)) for d in hot.values())
+    # the verifier starts on a/ at the mount: a fast disk may get through
+    # most of it before the first open; then mount again (at most three
+    # times) until at least half of a/ is left
+    for _ in range(3):
+        m.umount()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1")               # the verifier reads from disk
+        m = mounter(*args, cache=cache)
+        assert unverified(m, "b/f00") == 1
+        assert read_uncached(m.path("b/f00")) == cold["b/f00"]
+        left = sum(unverified(m, n) for n in hot)
+        if left >= a_chunks // 2:
+            break
+    assert left >= a_chunks // 2, ("a/ verified before the first open", left)
+    assert unverified(m, "b/f00") == 0
+    assert wait_for(lambda: all(unverified(m, n) == 0 for n in cold),
+                    timeout=30, step=0.001)
+    # a verifier going by heat alone would have checked all of a/ first
+    left = sum(unverified(m, n) for n in hot)
+    assert left >= a_chunks // 4, ("a/ went first", left, a_chunks)
+    assert wait_for(lambda: all_verified(m), timeout=30), m.stats()
+    assert all(unverified(m, n) == 0 for n in hot)
+    assert "user.fusefs.unverified" in os.listxattr(m.path("a/f00"))
+    s = m.stats()
+    assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
