@@ -62,7 +62,11 @@ static uint64_t ovl_key(const void *item)
 	return ((const struct ovl *)item)->ino;
 }
 
-/* whether the header describes a layout that fits @len bytes */
+/*
+ * Whether the header describes a layout that fits @len bytes.  The sums
+ * only say that the file is what its writer wrote, not that the writer
+ * was ns_build.c: no sum of sections may wrap around.
+ */
 static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 {
 	uint64_t rec_end, slot_end;
@@ -78,7 +82,8 @@ static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 	rec_end = h->rec_off + h->nrec * sizeof(struct ns_node);
 	slot_end = h->slot_off + h->nslot * sizeof(uint32_t);
 	return h->rec_off == NSIMG_HDR_SIZE && h->slot_off == rec_end &&
-	       h->str_off == slot_end && h->str_off + h->str_len == len;
+	       h->str_off == slot_end && h->str_off < len &&
+	       h->str_len == len - h->str_off;
 }
 
 int nsimg_body_sum(int fd, uint64_t len, uint64_t *out)

@@ -451,6 +451,37 @@ static void test_image_cycle(void)
 	cleanup();
 }
 
+/* a header whose own sum is right and whose string area "ends" at the
+ * file's end only by wrapping around 2^64: its records and slots would
+ * lie past the end of the mapping */
+static void test_image_wrapping_strings(void)
+{
+	struct nsimg_hdr h;
+	struct ns *ns = NULL;
+	int fd;
+
+	write_sample();
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	CHECK_INT(pread(fd, &h, sizeof(h), 0), ==, sizeof(h));
+	h.nrec = 100000;
+	h.nslot = 131072;
+	h.slot_off = h.rec_off + h.nrec * sizeof(struct ns_node);
+	h.str_off = h.slot_off + h.nslot * sizeof(uint32_t);
+	h.str_len = h.total - h.str_off;	/* wraps: str_off > total */
+	CHECK(h.str_off > h.total);
+	h.hdr_sum = nsimg_hdr_sum(&h);
+	CHECK_INT(pwrite(fd, &h, sizeof(h), 0), ==, sizeof(h));
+	close(fd);
+	CHECK_INT(ns_open(path, 77, TOKEN, &ns), ==, -EINVAL);
+	if (ns) {
+		/* records past the mapping: this faults */
+		CHECK(ns_get(ns, 0x123456789ULL) == NULL);
+		ns_destroy(ns);
+	}
+	cleanup();
+}
+
 static void test_attr_overlay(void)
 {
 	struct ns *ns = NULL;
@@ -530,6 +561,7 @@ int main(void)
 	TEST(test_image_damage);
 	TEST(test_image_lying_header);
 	TEST(test_image_cycle);
+	TEST(test_image_wrapping_strings);
 	TEST(test_attr_overlay);
 	TEST(test_image_unwritable);
 	return runner_done();
