@@ -65,7 +65,8 @@ static uint64_t ovl_key(const void *item)
 /*
  * Whether the header describes a layout that fits @len bytes.  The sums
  * only say that the file is what its writer wrote, not that the writer
- * was ns_build.c: no sum of sections may wrap around.
+ * was ns_build.c: no sum of sections may wrap around, and a probe
+ * sequence must end within the table even when no slot is empty.
  */
 static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 {
@@ -77,7 +78,7 @@ static bool hdr_sane(const struct nsimg_hdr *h, size_t len)
 		return false;
 	if (h->total != len || !h->nrec || h->nrec > UINT32_MAX ||
 	    !h->nslot || (h->nslot & (h->nslot - 1)) || h->nslot < h->nrec ||
-	    h->nslot > UINT32_MAX || !h->str_len)
+	    h->nslot > UINT32_MAX || !h->str_len || h->probe_max >= h->nslot)
 		return false;
 	rec_end = h->rec_off + h->nrec * sizeof(struct ns_node);
 	slot_end = h->slot_off + h->nslot * sizeof(uint32_t);

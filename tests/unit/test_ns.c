@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "hash.h"
@@ -482,6 +483,50 @@ static void test_image_wrapping_strings(void)
 	cleanup();
 }
 
+/* a full inode table whose header says probes never end: a lookup of an
+ * inode that is not there must still end */
+static void test_image_endless_probe(void)
+{
+	size_t len = NSIMG_HDR_SIZE + 2 * sizeof(struct ns_node) +
+		     2 * sizeof(uint32_t) + 8;
+	uint8_t *base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct nsimg_hdr *h = (struct nsimg_hdr *)base;
+	struct ns_node *rec;
+	uint32_t *slot;
+	struct ns *ns = NULL;
+	int rc;
+
+	CHECK(base != MAP_FAILED);
+	if (base == MAP_FAILED)
+		return;
+	nsimg_layout(h, 2, 2, 8);
+	h->seed = 77;
+	h->token = TOKEN;
+	h->probe_max = UINT32_MAX;
+	rec = (struct ns_node *)(base + h->rec_off);
+	rec[0].ino = NS_ROOT_INO;
+	rec[0].is_dir = 1;
+	rec[0].u.d.first = 1;
+	rec[0].u.d.nkids = 1;
+	rec[1].ino = 0x10001;
+	rec[1].name_at = 0;
+	slot = (uint32_t *)(base + h->slot_off);
+	slot[0] = 1;
+	slot[1] = 2;		/* full: no empty slot ends a probe */
+	h->body_sum = hash64(base + NSIMG_HDR_SIZE, len - NSIMG_HDR_SIZE, 0);
+	h->hdr_sum = nsimg_hdr_sum(h);
+	rc = ns_from_memory(base, len, false, &ns);
+	CHECK_INT(rc, ==, -EINVAL);
+	if (!rc) {
+		alarm(3);	/* an endless probe dies of SIGALRM */
+		CHECK(ns_get(ns, 0x123456789ULL) == NULL);
+		ns_destroy(ns);		/* unmaps base */
+	} else {
+		munmap(base, len);
+	}
+}
+
 static void test_attr_overlay(void)
 {
 	struct ns *ns = NULL;
@@ -562,6 +607,7 @@ int main(void)
 	TEST(test_image_lying_header);
 	TEST(test_image_cycle);
 	TEST(test_image_wrapping_strings);
+	TEST(test_image_endless_probe);
 	TEST(test_attr_overlay);
 	TEST(test_image_unwritable);
 	return runner_done();
