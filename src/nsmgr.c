@@ -361,7 +361,6 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	pthread_mutex_init(&nm->check_lock, NULL);
 	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
-	nm->from_store = rc == 0 && !nm->pinned && cf->list_refresh_s;
 	if (rc == 0 && cf->list_refresh_s &&
 	    time(NULL) - listed >= (int64_t)cf->list_refresh_s) {
 		log_info("namespace cache is older than %u s: listing again",
@@ -370,6 +369,8 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 		nm->ns = NULL;
 		rc = -ENOENT;
 	}
+	/* served from the store: re-list soon; a fresh listing is not */
+	nm->from_store = rc == 0 && !nm->pinned && cf->list_refresh_s;
 	if (rc)
 		rc = list_backend(nm, &nm->ns);
 	if (rc == 0 && nm->from_store)

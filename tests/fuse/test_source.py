@@ -149,3 +149,19 @@ def test_bad_sources_fail_cleanly(tmp_path):
         assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
         assert not os.path.ismount(mnt)
         assert time.time() - t0 < 10
+
+
+def test_remount_of_an_old_listing_lists_once(mounter, src, tmp_path):
+    """A stored namespace older than --list-refresh is listed again while
+    mounting; that fresh listing is not listed a second time in the
+    background right after the mount."""
+    put(src, {"a": b"1", "d/b": b"2"})
+    cache = str(tmp_path / "c")
+    m = mounter("--list-refresh", "3", cache=cache)
+    m.umount()
+    time.sleep(3.2)                     # the stored listing is now too old
+    m = mounter("--list-refresh", "3", cache=cache)
+    assert "is older than 3 s: listing again" in m.log(), m.log()
+    time.sleep(1.5)                     # a background re-listing would be done
+    assert m.stats()["listings"] == 1, m.stats()
+    assert "serving the stored namespace" not in m.log(), m.log()
