@@ -181,13 +181,16 @@ int metrics_start(struct metrics **out, const char *addr,
 		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	}
 	thread_signals_block(&old);	/* its thread takes no stop signal */
+	/* the logger first: libmicrohttpd prints what it says before it
+	 * (errors of the later options included) on stderr, and logs an
+	 * error about the order */
 	m->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, m,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned int)METRICS_CONNECTIONS,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)METRICS_TIMEOUT_S,
-				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
 				MHD_OPTION_END);
 	thread_signals_restore(&old);
 	if (!m->d) {

@@ -266,3 +266,11 @@ def test_json_field_names_are_the_documented_ones(metered, src):
     for k in l0["last_publish"]:
         assert k in publish_doc or (k.startswith("rejected_") and "rejected_<reason>"
                                     in publish_doc), k
+
+
+def test_serving_logs_no_error(metered):
+    """a healthy start with --metrics logs no error line (libmicrohttpd's
+    messages go to the log from the first option on)"""
+    m, port = metered
+    fetch(port)
+    assert "[error]" not in m.log(), m.log()
