@@ -361,7 +361,9 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	pthread_mutex_init(&nm->check_lock, NULL);
 	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
-	if (rc == 0 && cf->list_refresh_s &&
+	/* a manifest's tree is stored only while its file is unchanged
+	 * (ns_identity()): never too old */
+	if (rc == 0 && !nm->pinned && cf->list_refresh_s &&
 	    time(NULL) - listed >= (int64_t)cf->list_refresh_s) {
 		log_info("namespace cache is older than %u s: listing again",
 			 cf->list_refresh_s);

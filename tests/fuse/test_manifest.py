@@ -8,6 +8,7 @@ refresh` and the swap under open files."""
 import gzip
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -190,6 +191,24 @@ def test_remount_sees_new_object_without_list_refresh(mounter, src, tmp_path):
     assert read_uncached(m.path("b/new")) == b"new object"
     assert m.stats()["ns_swaps"] >= 1
     assert "re-listing file://" in m.log() or "background" in m.log()
+
+
+def test_remount_maps_the_manifest_tree_however_old(mounter, src, tmp_path):
+    """A remount with the same manifest file maps the stored namespace
+    without reading the manifest again, even once --list-refresh seconds
+    have passed: a manifest mount is never re-listed by the clock."""
+    put(src, {"a": b"a", "d/b": b"b"})
+    man = tmp_path / "m.txt"
+    create(src, man)
+    cache = str(tmp_path / "c")
+    m = mounter("--manifest", str(man), "--list-refresh", "1", cache=cache)
+    assert "read from the manifest" in m.log()
+    m.umount()
+    time.sleep(1.5)
+    m = mounter("--manifest", str(man), "--list-refresh", "1", cache=cache)
+    assert "namespace mapped from its image" in m.log(), m.log()
+    assert "read from the manifest" not in m.log(), m.log()
+    assert read_uncached(m.path("d/b")) == b"b"
 
 
 def test_refresh_command_and_swap_under_open_files(mounter, src, tmp_path):
