@@ -261,6 +261,13 @@ static int list_backend(struct nsmgr *nm, struct ns **out)
 	if (!b.nb)
 		return -ENOMEM;
 	ns_identity(nm, ident, sizeof(ident));
+	/*
+	 * A new listing id before the new listing is committed: the image
+	 * of the old one names the old id, so once the commit is done it is
+	 * never mapped again, even after a crash right after the commit
+	 * (then the next mount builds the tree from the index).
+	 */
+	token = listing_token(nm, ident, true);
 	rc = meta_ns_begin(nm->meta, &b.txn);
 	if (rc)
 		goto out_nb;
@@ -275,11 +282,11 @@ static int list_backend(struct nsmgr *nm, struct ns **out)
 	rc = meta_ns_commit(b.txn);
 	if (rc) {
 		log_warn("could not store the namespace cache: %s", strerror(-rc));
+		token = 0;	/* no image: it would name no stored listing */
 	} else {
 		snprintf(when, sizeof(when), "%" PRId64, b.now);
 		meta_put_str(nm->meta, "listed_at", when);
 		meta_put_str(nm->meta, "source", ident);
-		token = listing_token(nm, ident, true);
 	}
 	rc = finish(nm, &b, token, out);
 	if (rc)
