@@ -107,6 +107,30 @@ static void test_version_with_nul(void)
 	CHECK_INT(attr_rec_decode(buf, n, &ao), ==, -EINVAL);
 }
 
+/* review: a stored record with a size no listing gives (over
+ * NS_SIZE_MAX: st_size would be negative) or nanoseconds past a second
+ * was read back as it was */
+static void test_attr_out_of_range(void)
+{
+	struct ns_attr a = { .size = NS_SIZE_MAX }, ao;
+	uint8_t buf[ATTR_REC_MAX];
+	size_t n;
+
+	strcpy(a.version, "v");
+	n = attr_rec_encode(buf, &a);
+	CHECK_INT(attr_rec_decode(buf, n, &ao), ==, 0);
+	a.size = NS_SIZE_MAX + 1;
+	n = attr_rec_encode(buf, &a);
+	CHECK_INT(attr_rec_decode(buf, n, &ao), ==, -EINVAL);
+	a.size = UINT64_MAX;
+	n = attr_rec_encode(buf, &a);
+	CHECK_INT(attr_rec_decode(buf, n, &ao), ==, -EINVAL);
+	a.size = 1;
+	a.mtime_nsec = 1000000000;
+	n = attr_rec_encode(buf, &a);
+	CHECK_INT(attr_rec_decode(buf, n, &ao), ==, -EINVAL);
+}
+
 static void test_sizes(void)
 {
 	uint64_t v;
@@ -202,6 +226,7 @@ int main(void)
 	TEST(test_keys_sort);
 	TEST(test_attr_heat);
 	TEST(test_version_with_nul);
+	TEST(test_attr_out_of_range);
 	TEST(test_sizes);
 	TEST(test_conf);
 	TEST(test_htab);
