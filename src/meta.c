@@ -638,8 +638,11 @@ static int probe(const char *dir, char *why, size_t len)
 		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 		time_t left = deadline - time(NULL);
 		ssize_t n;
+		int pr = left > 0 ? poll(&pfd, 1, (int)left * 1000) : 0;
 
-		if (left <= 0 || poll(&pfd, 1, (int)left * 1000) == 0) {
+		if (pr < 0 && errno == EINTR)
+			continue;	/* a signal: not a reason to block in read() */
+		if (pr == 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			close(p[0]);
