@@ -2,6 +2,7 @@
 /* metrics_page.c - see metrics_page.h */
 #include <dirent.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -348,7 +349,8 @@ static void put_value(FILE *f, const struct msample *s, double v)
 {
 	if (s->scale)
 		v *= s->scale;
-	if (v == (double)(int64_t)v)
+	/* exact integers as such; the cast is defined below 2^63 only */
+	if (fabs(v) < 0x1p63 && v == (double)(int64_t)v)
 		fprintf(f, " %" PRId64 "\n", (int64_t)v);
 	else
 		fprintf(f, " %.9g\n", v);
