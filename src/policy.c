@@ -173,6 +173,19 @@ struct pick_ctx {
 	struct cand cand[CAND_MAX];
 };
 
+/*
+ * Bytes of the last cached chunk of @n (less what is chosen).  Every
+ * chunk but a file's last is a whole one, so what is over a multiple of
+ * the chunk size is that last, short chunk; takes are whole tail chunks,
+ * so after it the rest is whole chunks.
+ */
+static uint64_t tail_len(const struct policy *p, const struct policy_node *n)
+{
+	uint64_t have = n->cached - n->taking;
+
+	return have % p->chunk ? have % p->chunk : MIN(have, p->chunk);
+}
+
 /* where the last cached chunk of @n (less what is chosen) is next used */
 static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
 			 uint64_t use)
@@ -181,7 +194,7 @@ static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
 
 	if (use == NEXT_USE_NONE)
 		return use;
-	return use + (have > p->chunk ? have - p->chunk : 0);
+	return use + have - tail_len(p, n);
 }
 
 /* the rank of @c now: later use first (auto), then colder, then list order */
@@ -335,9 +348,9 @@ static struct policy_node *auto_pick(const struct policy *p,
 		/* never give up what is needed sooner than the newcomer */
 		return NULL;
 	}
-	*take = best->n->cached - best->n->taking;
-	if (best_use != NEXT_USE_NONE)
-		*take = MIN(*take, p->chunk);
+	/* its last chunk: the cache drops whole chunks until take is freed */
+	*take = best_use != NEXT_USE_NONE ? tail_len(p, best->n) :
+		best->n->cached - best->n->taking;
 	return best->n;
 }
 

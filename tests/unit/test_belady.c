@@ -280,10 +280,46 @@ static void test_tail_first(void)
 	teardown(&s);
 }
 
+/*
+ * A file's last chunk is usually short: its tail gives up that chunk's
+ * bytes, not a whole chunk's.  The cache drops whole chunks from the
+ * tail until take[i] bytes are freed, so a take of a whole chunk from a
+ * file ending in a short one would cost the chunk before it too.
+ */
+static void test_short_last_chunk(void)
+{
+	static struct sim s;
+	struct policy_node *a, *b, *in;
+	struct admission adm;
+
+	setup(&s, 9, 3);
+	policy_init(&s.p, "auto", 60, 6 * K, K);
+	policy_set_future(&s.p, next_use, &s);
+	a = policy_node(&s.p, s.order[0][0]);	/* being read */
+	b = policy_node(&s.p, s.order[0][2]);	/* read last */
+	in = policy_node(&s.p, s.order[0][1]);	/* read next */
+	policy_charge(&s.p, a, 3 * K);
+	policy_add(&s.p, a);
+	policy_charge(&s.p, b, 2 * K + 4096);	/* two chunks and a block */
+	policy_add(&s.p, b);
+	a->in_use = true;
+	/* one block short of a chunk free: b's last chunk (a block) will do */
+	CHECK_INT(policy_admit(&s.p, in, K, ADMIT_DEMAND, &adm, 0), ==, 1);
+	CHECK(adm.victims[0] == b);
+	CHECK_INT(adm.take[0], ==, 4096);
+	/* a chunk and a block: the short chunk, then one whole chunk */
+	CHECK_INT(policy_admit(&s.p, in, 2 * K, ADMIT_DEMAND, &adm, 0), ==, 1);
+	CHECK(adm.victims[0] == b);
+	CHECK_INT(adm.take[0], ==, K + 4096);
+	CHECK_INT(b->taking, ==, 0);
+	teardown(&s);
+}
+
 int main(void)
 {
 	runner_name = "test_belady";
 	TEST(test_tail_first);
+	TEST(test_short_last_chunk);
 	TEST(test_shards_through_the_cache);
 	return runner_done();
 }
