@@ -162,8 +162,10 @@ int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
 bool fetch_is_staged(struct fetcher *f, const struct centry *ce, uint32_t n);
 /*
  * fetch_stage_keep() - drop the staged chunks of files that are neither
- * among @fids[0..@n) (the lists' window) nor open: their reader is not
- * coming soon (a list moved on, a loader stopped early).
+ * among @fids[0..@n) (the lists' window), nor still to be read (the
+ * wanted callback, fetch_set_wanted(): staging may run past the window
+ * given), nor open: their reader is not coming (a list moved on or went
+ * idle, a loader stopped early).
  */
 void fetch_stage_keep(struct fetcher *f, const uint64_t *fids, size_t n);
 /* fetch_prefetching_bytes() - the chunks' bytes of prefetch reads in

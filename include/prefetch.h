@@ -14,13 +14,14 @@
  * stays busy with the coming misses while the reader goes through cached
  * files.  The walk ends when staging is full (or the fetcher at its
  * bound); the thread then waits until the reader advances.  Every full
- * round drops staged chunks of files that left the window and are not
- * open (fetch_stage_keep()).  A round starts at
- * each list's ready mark (lists_window_ahead(): the files before it were
- * on disk) and looks at a bounded number of files; every 16th round
- * walks the whole window from the readers again and resets the marks
- * (lists_set_ready()).  The marks give each list's lead (files and bytes
- * ready ahead of the reader).
+ * round drops staged chunks of files that no reader is still to read
+ * (lists_unread_now(): staging from the marks may run past the window a
+ * full round looks at) and are not open (fetch_stage_keep()).  A round
+ * starts at each list's ready mark (lists_window_ahead(): the files
+ * before it were on disk) and looks at a bounded number of files; every
+ * 16th round walks the whole window from the readers again and resets
+ * the marks (lists_set_ready()).  The marks give each list's lead (files
+ * and bytes ready ahead of the reader).
  */
 #ifndef FUSEFS_PREFETCH_H
 #define FUSEFS_PREFETCH_H

@@ -1350,6 +1350,10 @@ static bool keep_staged(void *arg, uint64_t fid)
 	for (i = 0; i < k->n; i++)
 		if (k->fids[i] == fid)
 			return true;
+	/* still ahead of a reader: the rounds from the ready marks stage
+	 * past the window a full round looks at */
+	if (k->f->wanted && k->f->wanted(k->f->wanted_arg, fid))
+		return true;
 	return cache_fid_open(k->f->c, fid);
 }
 

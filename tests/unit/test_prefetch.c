@@ -243,11 +243,69 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 	free(data);
 }
 
+/*
+ * A list whose reader has more files on disk ahead of it than a full
+ * round looks at (WINDOW_FILES): the rounds from the ready marks walk on
+ * past that and stage the misses there; a full round must not drop them
+ * as "out of the window" (and the next rounds fetch them again).  4,200
+ * files of 4 KiB fill the cache; the 100 after them are staged.
+ */
+static void test_staged_past_the_full_window_stay(void)
+{
+	enum { ON_DISK = WINDOW_FILES + 104, LISTED = ON_DISK + 100 };
+	struct list_report rep;
+	struct penv p = { 0 };
+	char *data = pattern(4096, 3), *text, name[16];
+	size_t len = 0;
+	unsigned i, start, reads;
+	FILE *f = open_memstream(&text, &len);
+
+	env_init(&p.e, ON_DISK * 4096ULL, 0, READ_DIRECT);
+	for (i = 0; i < LISTED; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		mem_put(p.e.be, name, data, 4096);
+		fprintf(f, "%s\n", name);
+	}
+	fclose(f);
+	penv_open(&p);
+	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
+		  ==, 0);
+	CHECK_INT(lists_publish(p.lists, "rank0", text, len, resolve, &p,
+				&rep), ==, 0);
+	CHECK_INT(rep.accepted, ==, LISTED);
+	prefetch_published(p.pf);
+	snprintf(name, sizeof(name), "f%u", LISTED - 1);
+	for (i = 0; i < 3000 && !(staged(&p, name) &&
+				  on_disk(&p, "f4199")); i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	CHECK(on_disk(&p, "f4199"));
+	CHECK(staged(&p, name));
+	CHECK_INT(p.e.st.staged_chunks, >=, LISTED - ON_DISK);
+	/* two full rounds: the staged files are still the reader's next */
+	reads = mem_reads(p.e.be);
+	start = rounds(&p);
+	for (i = 0; i < 1000 && rounds(&p) < start + 2 * RECHECK_ROUNDS; i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	CHECK_INT(rounds(&p), >=, start + 2 * RECHECK_ROUNDS);
+	CHECK_INT(p.e.st.staged_unread, ==, 0);
+	CHECK_INT(mem_reads(p.e.be), ==, reads);	/* none fetched again */
+	CHECK(staged(&p, name));
+
+	penv_fini(&p);
+	free(text);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_prefetch";
 	log_level = LOG_ERR;
 	TEST(test_staged_in_flight_keeps_later_files_off_disk);
 	TEST(test_refused_prefetch_is_written_from_memory_later);
+	TEST(test_staged_past_the_full_window_stay);
 	return runner_done();
 }
