@@ -171,8 +171,9 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 /*
  * lists_begin() - epoch @epoch (LIST_NO_EPOCH: the next one) of list
  * @name begins now, its first @at files already read.  The text form is
- * "# begin N at K" published alone.  Return: 0, -EINVAL, -ENOENT (no such
- * list).
+ * "# begin N at K" published alone.  An unknown @name gets a list that
+ * waits for its text (the begin before the publish).  Return: 0, -EINVAL,
+ * -ENOSPC (a new name and every list in use), -ENOMEM.
  */
 int lists_begin(struct lists *l, const char *name, int64_t epoch,
 		uint64_t at);
