@@ -90,9 +90,10 @@ def list_name(sampler=None):
 
 
 def _rel(mount, path):
-    """@path relative to the mount root (absolute paths below @mount too)"""
-    path = os.fspath(path)
-    root = os.path.abspath(mount).rstrip("/") + "/"
+    """@path (str, bytes or path-like) relative to the mount root (absolute
+    paths below @mount too), as str: undecodable bytes as surrogates"""
+    path = os.fsdecode(path)
+    root = os.fsdecode(os.path.abspath(mount)).rstrip("/") + "/"
     if path.startswith(root):
         return path[len(root):]
     return path.lstrip("/")
@@ -110,7 +111,9 @@ def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
             words.append(f"at {int(at)}")
         head.append(" ".join(words))
     lines = head + [_rel(mount, p) for p in paths]
-    return "".join(line + "\n" for line in lines).encode()
+    # the names' bytes: a name that is not UTF-8 is one line fusefs
+    # refuses ("binary"), not an exception here
+    return os.fsencode("".join(line + "\n" for line in lines))
 
 
 def _write(mount, name, data):

@@ -218,6 +218,30 @@ def test_refused_list_warns_once(mounter, files, caplog):
     assert st(m, "abs")["files"] == 3
 
 
+def test_undecodable_and_bytes_names(mounter, files, src, caplog):
+    """a file name that is not UTF-8 (str with surrogate escapes, as
+    os.listdir() gives it) or bytes paths: the other lines are published,
+    nothing raises in best-effort mode, publish() still works"""
+    bad = "d/bad\udcff"
+    put(src, {bad: b"x"})
+    m = mounter()
+    caplog.set_level(logging.WARNING, logger="fusefs_prefetch")
+    names = files[:4] + [bad]
+    s = fp.PrefetchingSampler(SequentialSampler(range(5)), paths=names, mount=m.mnt,
+                              name="odd")
+    s.set_epoch(0)
+    assert list(s) == list(range(5))
+    x = st(m, "odd")
+    assert x["files"] == 4 and x["last_publish"]["rejected_binary"] == 1, x
+    assert no_warnings(caplog)
+    fp.publish(m.mnt, names, "odd2", epoch=0)
+    assert st(m, "odd2")["files"] == 4
+    fp.publish(m.mnt, [os.fsencode(n) for n in files[:3]], "odd3", epoch=0)
+    assert st(m, "odd3")["files"] == 3
+    fp.publish(m.mnt, [os.fsencode(m.path(n)) for n in files[:2]], "odd4", epoch=0)
+    assert st(m, "odd4")["files"] == 2
+
+
 def test_list_name_from_the_environment(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
