@@ -17,6 +17,23 @@ struct raise {
 	unsigned kb, delay_ms;
 };
 
+/* undo mountinfo's octal escapes of space, tab, newline and backslash */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
 /* the device number of the newest mount at @mnt; 0 or -ENOENT */
 static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 {
@@ -31,8 +48,10 @@ static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 		char mp[4096];
 		unsigned a, b;
 
-		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &a, &b, mp) == 3 &&
-		    !strcmp(mp, mnt)) {
+		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &a, &b, mp) != 3)
+			continue;
+		unescape(mp);
+		if (!strcmp(mp, mnt)) {
 			*maj = a;
 			*min = b;
 			found = true;	/* the last one is the newest */

@@ -178,3 +178,22 @@ def test_unsupported_kernel_option_refused(src, tmp_path):
                        timeout=30)
     assert r.returncode == 2 and want in r.stderr, r.stderr
     assert not os.path.ismount(mnt)
+
+
+@pytest.mark.parametrize("sub", ["plain", "a b\\c\td"], ids=["plain", "escaped"])
+def test_readahead_raised_whatever_the_mount_path(tmp_path, src, sub):
+    """the bdi read-ahead window is raised (bdi.c) also for a mount point
+    whose name /proc/self/mountinfo escapes (space, tab, backslash)"""
+    from mountlib import Mount, umount_all
+    put(src, {"f": rnd(4096, 1)})
+    mnt = tmp_path / sub
+    mnt.mkdir()
+    m = Mount(f"file://{src}", str(mnt), str(tmp_path / "cache"),
+              str(tmp_path / "fusefs.log"), ["--chunk-size", "1M"]).start()
+    try:
+        dev = os.stat(mnt).st_dev
+        ra = f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb"
+        assert wait_for(lambda: open(ra).read().strip() == "4096", 5), \
+            open(ra).read()
+    finally:
+        umount_all([m])
