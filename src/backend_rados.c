@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "creds.h"
 #include "log.h"
+#include "strsafe.h"
 
 #define LIST_WINDOW	128	/* stats in flight while listing */
 
@@ -317,6 +318,18 @@ static int rbe_list(struct backend *be, backend_list_fn fn, void *arg)
 		rc = 0;
 	if (!rc)
 		rc = stat_all(r, v, n);
+	/*
+	 * -ENOENT: deleted since it was listed.  Any other failed stat (a
+	 * timeout, a stuck PG) says nothing about the object: fail the
+	 * listing, so a re-listing keeps the old tree instead of dropping it.
+	 */
+	for (i = 0; i < n && !rc; i++) {
+		if (v[i].rc < 0 && v[i].rc != -ENOENT) {
+			rc = v[i].rc;
+			log_err("pool '%s': stat of '%s' while listing: %s",
+				r->pool, str_log(v[i].key), strerror(-rc));
+		}
+	}
 	for (i = 0; i < n; i++) {
 		if (!rc && v[i].rc == 0) {
 			struct ns_attr a = {
