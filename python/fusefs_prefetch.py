@@ -333,6 +333,7 @@ class PrefetchingSampler(_SamplerBase):
         self._publish_next(self.epoch + 1)
         self._begun = self.epoch
         self._iterated = False
+        self._yielded = 0           # state_dict(): not the last epoch's count
 
     def state_dict(self):
         """{"epoch", "start"}: where an iteration stopped (torchdata's

@@ -242,6 +242,28 @@ def test_undecodable_and_bytes_names(mounter, files, src, caplog):
     assert st(m, "odd4")["files"] == 2
 
 
+def test_state_dict_after_set_epoch(tmp_path):
+    """state_dict() between set_epoch() (or load_state_dict()) and the
+    first index names the start of that epoch, not how far the previous
+    iteration got: a checkpoint taken there must not skip the epoch"""
+    d = tmp_path / "plain"
+    d.mkdir()
+    names = [f"f{i}" for i in range(8)]
+    s = fp.PrefetchingSampler(SequentialSampler(names), paths=names, mount=str(d))
+    s.set_epoch(0)
+    assert list(s) == list(range(8))
+    assert s.state_dict() == {"epoch": 0, "start": 8}
+    s.set_epoch(1)
+    assert s.state_dict() == {"epoch": 1, "start": 0}
+    it = iter(s)
+    assert [next(it), next(it)] == [0, 1]
+    assert s.state_dict() == {"epoch": 1, "start": 2}
+    s.load_state_dict({"epoch": 1, "start": 5})
+    assert s.state_dict() == {"epoch": 1, "start": 5}
+    assert list(s) == [5, 6, 7]
+    assert s.state_dict() == {"epoch": 1, "start": 8}
+
+
 def test_list_name_from_the_environment(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
