@@ -26,6 +26,7 @@ struct fs {
 	double attr_timeout;	/* files: --revalidate (1 s if 0) */
 	time_t mounted;		/* directories' and control files' times */
 	_Atomic unsigned lookups_now;	/* LOOKUPs being answered */
+	const char *ra_mnt;	/* raise its read-ahead after INIT, or NULL */
 };
 
 static inline struct fs *fs_of(fuse_req_t req)

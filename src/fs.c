@@ -20,7 +20,8 @@
 
 #define DIR_TIMEOUT	3600.0
 #define READ_AHEAD_KB	4096
-#define READ_AHEAD_DELAY_MS 300	/* after the kernel processed INIT */
+#define READ_AHEAD_DELAY_MS 300	/* after the INIT reply: the kernel has
+					 * processed it by then */
 
 void fs_reply_errno(fuse_req_t req, int err)
 {
@@ -89,6 +90,16 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	conn->max_background = 128;
 	conn->congestion_threshold = 96;
+	/*
+	 * The kernel sets the read-ahead window from this INIT's reply,
+	 * which is written when this returns: raise it a while after that,
+	 * not a while after the mount (the loop may start late on a loaded
+	 * machine, and an INIT reply after the raise undid it).
+	 */
+	if (fs->ra_mnt &&
+	    bdi_raise_readahead_later(fs->ra_mnt, READ_AHEAD_KB,
+				      READ_AHEAD_DELAY_MS))
+		log_warn("cannot raise the read-ahead window of %s", fs->ra_mnt);
 }
 
 /* data-file opens carry noflush: a FLUSH of one is counted (a test sees
@@ -693,9 +704,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	/* before the loop, so the INIT reply can ask for passthrough */
 	passthrough_setup(&fs.pt, fs.se, cf->passthrough ? PASSTHROUGH_AUTO :
 			  PASSTHROUGH_OFF);
-	if (!fd_mount &&
-	    bdi_raise_readahead_later(real, READ_AHEAD_KB, READ_AHEAD_DELAY_MS))
-		log_warn("cannot raise the read-ahead window of %s", real);
+	fs.ra_mnt = fd_mount ? NULL : real;	/* raised after INIT: fs_init() */
 	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
 		.on_change = on_change, .on_added = on_added, .arg = &fs });
 	if (rc) {
