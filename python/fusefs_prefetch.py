@@ -110,7 +110,11 @@ def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
         if at:
             words.append(f"at {int(at)}")
         head.append(" ".join(words))
-    lines = head + [_rel(mount, p) for p in paths]
+    # a name with a line break cannot be one line of a list: written as it
+    # is, its parts would name other files; it goes as an empty line,
+    # which fusefs refuses ("empty") and counts
+    lines = head + ["" if "\n" in r or "\r" in r else r
+                    for r in (_rel(mount, p) for p in paths)]
     # the names' bytes: a name that is not UTF-8 is one line fusefs
     # refuses ("binary"), not an exception here
     return os.fsencode("".join(line + "\n" for line in lines))

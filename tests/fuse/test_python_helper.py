@@ -242,6 +242,19 @@ def test_undecodable_and_bytes_names(mounter, files, src, caplog):
     assert st(m, "odd4")["files"] == 2
 
 
+def test_name_with_a_line_break_is_not_split(mounter, files, src):
+    """a file whose name holds a line break cannot be a line of a list:
+    written as it was, "d/f000\nd/f001" listed d/f000 and d/f001 (files
+    nobody asked for); it is one refused line ("empty") now"""
+    odd = files[0] + "\n" + files[1]
+    put(src, {odd: b"x"})
+    m = mounter()
+    fp.publish(m.mnt, [odd, files[2], files[3]], "nl", epoch=0)
+    x = st(m, "nl")
+    assert x["files"] == 2, x
+    assert x["last_publish"]["rejected_empty"] == 1, x
+
+
 def test_state_dict_after_set_epoch(tmp_path):
     """state_dict() between set_epoch() (or load_state_dict()) and the
     first index names the start of that epoch, not how far the previous
