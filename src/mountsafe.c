@@ -105,9 +105,18 @@ int mountsafe_check_dir(const char *mnt, bool nonempty)
 	DIR *d;
 	int rc;
 
-	if (stat(mnt, &sb) || !S_ISDIR(sb.st_mode)) {
+	/* stat()'s own errno only: a successful stat() leaves errno as
+	 * whatever came before (ENOENT from a library's start-up) */
+	rc = stat(mnt, &sb) ? -errno : 0;
+	if (rc || !S_ISDIR(sb.st_mode)) {
+		char why[96] = "";
+
+		if (rc == -ENOENT)
+			snprintf(why, sizeof(why), " (it does not exist)");
+		else if (rc)
+			snprintf(why, sizeof(why), " (%s)", strerror(-rc));
 		fprintf(stderr, "fusefs: mount point %s is not a directory%s%s\n",
-			mnt, errno == ENOENT ? " (it does not exist)" : "",
+			mnt, why,
 			mountsafe_fd(mnt) < 0 && !strncmp(mnt, "/dev/fd/", 8) ?
 			" (FUSE fd passing takes /dev/fd/N)" : "");
 		return -ENOTDIR;

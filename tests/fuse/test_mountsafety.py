@@ -197,3 +197,19 @@ def test_readahead_raised_whatever_the_mount_path(tmp_path, src, sub):
             open(ra).read()
     finally:
         umount_all([m])
+
+
+def test_mount_point_that_is_a_file_is_not_called_missing(src, tmp_path):
+    """a mount point that exists but is not a directory is refused as
+    such: the message does not add "(it does not exist)" from an errno
+    left over by an earlier call (stat() had succeeded)"""
+    put(src, {"f": b"data"})
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"a file")
+    # (errno was ENOENT at that point: a library's start-up left it so)
+    err = refused(src, plain, tmp_path / "c",
+                  want=f"mount point {plain} is not a directory", code=2)
+    assert "does not exist" not in err, err
+    refused(src, tmp_path / "missing", tmp_path / "c",
+                  want=f"mount point {tmp_path / 'missing'} is not a directory (it does not exist)",
+                  code=2)
