@@ -135,6 +135,19 @@ static int find_root(const char *path, char *root, size_t len)
 	return 0;
 }
 
+int client_mount_root(const char *mnt, char *root, size_t len)
+{
+	char real[PATH_MAX];
+	int rc;
+
+	if (!realpath(mnt, real))
+		return -errno;
+	rc = find_root(real, root, len);
+	if (!rc && strcmp(real, root))
+		rc = -ENOENT;		/* inside a mount, not its mount point */
+	return rc;
+}
+
 /* find_root(), saying so on stderr when @path is not in a mount */
 static int need_root(const char *path, char *root, size_t len)
 {
@@ -987,9 +1000,9 @@ bool client_wants_json(int argc, char **argv)
 
 int cmd_stats_json(int argc, char **argv)
 {
-	char real[PATH_MAX], root[PATH_MAX], *buf;
+	char root[PATH_MAX], *buf;
 	const char *mnt = NULL;
-	int i;
+	int i, rc;
 
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -1001,9 +1014,12 @@ int cmd_stats_json(int argc, char **argv)
 	if (!mnt)
 		return stats_usage();
 	/* the mount point itself, as the text form (readiness probes) */
-	if (!realpath(mnt, real) || find_root(mnt, root, sizeof(root)) ||
-	    strcmp(real, root)) {
-		fprintf(stderr, "fusefs: %s is not a fusefs mount\n", mnt);
+	rc = client_mount_root(mnt, root, sizeof(root));
+	if (rc) {
+		fprintf(stderr, "fusefs: %s is not a fusefs mount%s%s%s\n", mnt,
+			rc != -ENOENT ? " (" : "",
+			rc != -ENOENT ? strerror(-rc) : "",
+			rc != -ENOENT ? ")" : "");
 		return 1;
 	}
 	buf = ctl_read(root, "stats");

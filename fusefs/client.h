@@ -8,6 +8,7 @@
 #define FUSEFS_CLIENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* exit codes of "fusefs prefetch --wait" beyond 0, 1 and 2 (usage) */
 #define WAIT_READY	0	/* the files left this epoch are cached */
@@ -24,6 +25,13 @@ int cmd_status(int argc, char **argv);
 /* "fusefs stats MNT --json"; client_wants_json(): is --json among @argv */
 int cmd_stats_json(int argc, char **argv);
 bool client_wants_json(int argc, char **argv);
+/*
+ * client_mount_root() - is @mnt the mount point of a fusefs mount (FUSE
+ * by statfs, fuse.fusefs in /proc/self/mountinfo), not a path inside
+ * one?  Then its canonical path is in @root (@len bytes).  Return: 0,
+ * -ENOENT (not a fusefs mount point) or the -errno of looking at @mnt.
+ */
+int client_mount_root(const char *mnt, char *root, size_t len);
 int cmd_pin(int argc, char **argv, const char *what);
 int cmd_heat(int argc, char **argv);
 int cmd_warm(int argc, char **argv);

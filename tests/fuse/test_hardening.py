@@ -175,3 +175,23 @@ def test_second_daemon_stops_at_the_lock_before_the_index(mounter, src, tmp_path
     assert sorted(os.listdir(tmp_path / "cache")) == index
     assert cached(m, "f") == 2 * MiB
     assert read_uncached(m.path("f")) == rnd(2 * MiB, 6)
+
+
+def test_stats_refuses_a_planted_stats_xattr(tmp_path, mounter, src):
+    """`fusefs stats DIR` (the text form, which readiness probes run)
+    answers only for a fusefs mount point, as --json does: a plain
+    directory whose owner set user.fusefs.stats is not a mount"""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    os.setxattr(fake, "user.fusefs.stats", b"reads 1\ncache_bytes_used 0\n")
+    for cmd in (["stats", str(fake)], ["stats", str(fake), "--json"]):
+        r = run_fusefs(*cmd)
+        assert r.returncode == 1, (cmd, r.stdout, r.stderr)
+        assert "not a fusefs mount" in r.stderr, (cmd, r.stderr)
+        assert "reads" not in r.stdout, (cmd, r.stdout)
+    put(src, {"d/f": b"x"})
+    m = mounter()
+    r = run_fusefs("stats", m.mnt)
+    assert r.returncode == 0 and "cache_bytes_used " in r.stdout, r.stderr
+    r = run_fusefs("stats", m.path("d"))     # not the mount point: as --json
+    assert r.returncode == 1 and "not a fusefs mount" in r.stderr, r.stderr
