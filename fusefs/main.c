@@ -33,6 +33,7 @@
 #include "fs.h"
 #include "log.h"
 #include "manifest_cmd.h"
+#include "manifest_src.h"
 #include "meta.h"
 #include "metrics.h"
 #include "mountsafe.h"
@@ -322,6 +323,10 @@ static int check_service_opts(const struct fusefs_conf *cf)
 		fprintf(stderr, "fusefs: the S3 endpoint must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
 		return -EINVAL;
 	}
+	/* the same for a remote manifest, which is named in every message
+	 * about it */
+	if (cf->manifest && manifest_check_url(cf->manifest))
+		return -EINVAL;
 	/* credentials in the source: backend_check_source(), next */
 	return 0;
 }

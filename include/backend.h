@@ -82,6 +82,9 @@ void backend_close(struct backend *be);
  * credentials (USER:KEY@, never echoed), else -EINVAL with a message; no
  * connection is made. */
 int backend_check_source(const char *src);
+/* backend_has_userinfo() - does URL @src carry USER:KEY@ before its
+ * path (s3://KEY:SECRET@bucket/...; rados:// never does)?  Prints nothing. */
+bool backend_has_userinfo(const char *src);
 
 /* backend_split_source() - "rados://pool/a/b" -> scheme, where; pure */
 int backend_split_source(const char *src, char *scheme, size_t slen,

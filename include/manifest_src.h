@@ -20,4 +20,13 @@
  */
 int manifest_open(const struct fusefs_conf *cf, const char *where, int *fd);
 
+/*
+ * manifest_check_url() - a manifest URL with credentials in it
+ * (s3://KEY:SECRET@BUCKET/KEY) would be in every message and log line
+ * about the manifest: refused, without repeating it.  A local path (or
+ * file://PATH) is never refused.  manifest_open() checks it too.
+ * Return: 0, or -EINVAL with a message printed.
+ */
+int manifest_check_url(const char *where);
+
 #endif

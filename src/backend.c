@@ -67,7 +67,7 @@ static const struct backend_ops *find_ops(const char *src, const char **where)
 
 /* "s3://KEY:SECRET@bucket" would put the secret in every log line and in
  * /proc/mounts (fsname); rados:// pool names are left as they are */
-static bool has_userinfo(const char *src)
+bool backend_has_userinfo(const char *src)
 {
 	const char *host = strstr(src, "://");
 
@@ -81,7 +81,7 @@ int backend_check_source(const char *src)
 {
 	const char *where;
 
-	if (has_userinfo(src)) {
+	if (backend_has_userinfo(src)) {
 		fprintf(stderr, "fusefs: SOURCE must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
 		return -EINVAL;
 	}

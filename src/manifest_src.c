@@ -141,10 +141,23 @@ out:
 	return rc;
 }
 
+int manifest_check_url(const char *where)
+{
+	if (strncmp(where, "file://", 7) && strstr(where, "://") &&
+	    backend_has_userinfo(where)) {
+		fprintf(stderr, "fusefs: a manifest URL must not contain credentials (USER:KEY@); use the environment or --credentials-file\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int manifest_open(const struct fusefs_conf *cf, const char *where, int *fd)
 {
 	int rc;
 
+	rc = manifest_check_url(where);
+	if (rc)
+		return rc;
 	if (!strncmp(where, "file://", 7))
 		where += 7;
 	if (strstr(where, "://")) {

@@ -177,3 +177,30 @@ def test_credentials_in_the_source_are_refused_unprinted(srv, tmp_path, cmd):
     assert KEY_ID not in out and SECRET not in out, out
     assert SOURCE_REFUSED in r.stderr, r.stderr
     assert not srv.requests, srv.requests
+
+
+MANIFEST_REFUSED = ("fusefs: a manifest URL must not contain credentials (USER:KEY@); "
+                    "use the environment or --credentials-file")
+
+
+@pytest.mark.parametrize("cmd", ["diff", "mount"])
+def test_credentials_in_a_manifest_url_are_refused_unprinted(srv, tmp_path, cmd):
+    """s3://KEY:SECRET@bucket/key as `manifest diff A B` or `--manifest`:
+    refused like such a SOURCE, before any request, neither part printed
+    (the URL is in every message and log line about the manifest)"""
+    url = f"s3://{KEY_ID}:{SECRET}@{BUCKET}/m.manifest"
+    env = dict(CREDS, AWS_ENDPOINT_URL=srv.endpoint)
+    if cmd == "diff":
+        local = tmp_path / "m.manifest"
+        local.write_text("#fusefs-manifest 1\n")
+        r = run_fusefs("manifest", "diff", url, str(local), timeout=60, env=env)
+    else:
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        r = run_fusefs("mount", f"s3://{BUCKET}", str(mnt), "-f", "--cache-dir",
+                       str(tmp_path / "cache"), "--manifest", url, timeout=60, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2, (r.returncode, out)
+    assert KEY_ID not in out and SECRET not in out, out
+    assert MANIFEST_REFUSED in r.stderr, r.stderr
+    assert not srv.requests, srv.requests
