@@ -62,21 +62,49 @@ static int put_listed(void *arg, const char *key, size_t len,
 	return 0;
 }
 
-/* backend options as for a mount: --endpoint URL, --config FILE, ... */
+/* the value of the last --config FILE or --config=FILE among @argv, or NULL */
+static const char *config_arg(int argc, char **argv)
+{
+	const char *found = NULL;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--config") && i + 1 < argc)
+			found = argv[++i];
+		else if (!strncmp(a, "--config=", 9))
+			found = a + 9;
+		else if (!strncmp(a, "--", 2) && !strchr(a, '=') &&
+			 conf_takes_value(a + 2) > 0)
+			i++;		/* that option's value */
+	}
+	return found;
+}
+
+/*
+ * backend options as for a mount: --endpoint URL, --config FILE, ...
+ * The file first, so that the command line (SOURCE included) overrides
+ * it, as for a mount; without a SOURCE the file's "source =" is used.
+ */
 static int parse_source_args(struct fusefs_conf *cf, int argc, char **argv)
 {
+	const char *config = config_arg(argc, argv), *source = NULL;
 	int i, rc;
 
+	if (config) {
+		rc = cfgfile_load(cf, config);
+		if (rc)
+			return rc;
+	}
 	for (i = 0; i < argc; i++) {
 		char *a = argv[i], *eq, key[64];
 		const char *val = NULL;
 
 		if (strncmp(a, "--", 2)) {
-			if (cf->source)
+			if (source)
 				return -EINVAL;
-			cf->source = strdup(a);
-			if (!cf->source)
-				return -ENOMEM;
+			source = a;
 			continue;
 		}
 		if (!strcmp(a, "--versions")) {
@@ -98,14 +126,15 @@ static int parse_source_args(struct fusefs_conf *cf, int argc, char **argv)
 			val = argv[++i];
 		else if (rc)
 			return -EINVAL;
-		if (!strcmp(key, "config")) {
-			rc = cfgfile_load(cf, val);
-			if (rc)
-				return rc;
-		}
 		rc = conf_set(cf, key, val);
 		if (rc)
 			return rc;
+	}
+	if (source) {
+		free(cf->source);	/* from a config file */
+		cf->source = strdup(source);
+		if (!cf->source)
+			return -ENOMEM;
 	}
 	return cf->source ? 0 : -EINVAL;
 }

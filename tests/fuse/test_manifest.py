@@ -231,3 +231,28 @@ def test_refresh_command_and_swap_under_open_files(mounter, src, tmp_path):
     assert wait_for(lambda: os.path.exists(m.path("third")), timeout=20)
     r = run_fusefs("refresh", "/")
     assert r.returncode == 1 and "not inside a fusefs mount" in r.stderr
+
+
+@pytest.mark.parametrize("order", ["config_last", "config_first"])
+def test_create_with_config_lists_the_source_given(src, tmp_path, order):
+    """`manifest create SOURCE --config FILE`: the file's options apply
+    and the command line overrides them, as for a mount; the SOURCE given
+    is listed, not the file's `source =`, in either order"""
+    put(src, {"wanted": b"w"})
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "from_the_file").write_bytes(b"o")
+    conf = tmp_path / "m.conf"
+    conf.write_text(f"[mount]\nsource = file://{other}\nmountpoint = {tmp_path}/mnt\n"
+                    f"cache_dir = {tmp_path}/cache\n")
+    args = [f"file://{src}", "--config", str(conf)]
+    if order == "config_first":
+        args = args[1:] + args[:1]
+    r = run_fusefs("manifest", "create", *args)
+    assert r.returncode == 0, r.stderr
+    assert entries(r.stdout) and entries(r.stdout)[0].startswith("wanted\t"), r.stdout
+    assert f"#source file://{src}\n" in r.stdout, r.stdout
+    # without a SOURCE on the command line the file's is used
+    r = run_fusefs("manifest", "create", "--config", str(conf))
+    assert r.returncode == 0, r.stderr
+    assert entries(r.stdout)[0].startswith("from_the_file\t"), r.stdout
