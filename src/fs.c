@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -658,19 +659,25 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	const struct fusefs_conf *cf = d->cf;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
-	char opts[1024], *real;
+	/* fsname (the source: an S3 prefix alone may be 1023 bytes) and the
+	 * kernel options (conf_set_o()'s 512) */
+	char opts[PATH_MAX + 1024], *real;
 	struct fs fs = { .d = d };
 	bool fd_mount;
 	int rc;
 
 	fs.attr_timeout = cf->revalidate_s ? cf->revalidate_s : 1;
 	fs.mounted = time(NULL);
-	/* the user's kernel options (-o ro,noexec,...) come last and win */
-	snprintf(opts, sizeof(opts),
-		 "rw,default_permissions,noatime,fsname=%s,subtype=fusefs%s%s%s",
-		 cf->source, cf->allow_other ? ",allow_other" : "",
-		 cf->kernel_opts ? "," : "",
-		 cf->kernel_opts ? cf->kernel_opts : "");
+	/* the user's kernel options (-o ro,noexec,...) come last and win;
+	 * never cut short: that would drop them (and subtype=) silently */
+	if (snprintf(opts, sizeof(opts),
+		     "rw,default_permissions,noatime,fsname=%s,subtype=fusefs%s%s%s",
+		     cf->source, cf->allow_other ? ",allow_other" : "",
+		     cf->kernel_opts ? "," : "",
+		     cf->kernel_opts ? cf->kernel_opts : "") >= (int)sizeof(opts)) {
+		fprintf(stderr, "fusefs: SOURCE is too long for the kernel's mount options\n");
+		return -ENAMETOOLONG;
+	}
 	/* fsname is parsed by libfuse: commas in it would split options */
 	for (char *p = opts + strlen("rw,default_permissions,noatime,fsname=");
 	     *p && strncmp(p, ",subtype=", 9); p++)

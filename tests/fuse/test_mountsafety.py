@@ -213,3 +213,28 @@ def test_mount_point_that_is_a_file_is_not_called_missing(src, tmp_path):
     refused(src, tmp_path / "missing", tmp_path / "c",
                   want=f"mount point {tmp_path / 'missing'} is not a directory (it does not exist)",
                   code=2)
+
+
+def test_kernel_options_reach_the_mount_with_a_long_source(tmp_path):
+    """a SOURCE of about 1,000 bytes (a deep file:// directory; an S3
+    prefix may be 1,023) still mounts as fuse.fusefs with the kernel
+    options asked for: they were cut off the end of a 1 KiB option
+    string, so -o noexec silently gave an exec mount"""
+    deep = tmp_path.joinpath(*(["d" * 200] * 5))
+    deep.mkdir(parents=True)
+    (deep / "f").write_bytes(b"x")
+    assert len(f"file://{deep}") > 1000
+    mnt = tmp_path / "k"
+    mnt.mkdir()
+    p = subprocess.Popen([FUSEFS, f"file://{deep}", str(mnt), "-f", "-o",
+                          f"cache_dir={tmp_path / 'c'},ro,noexec"], stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: os.path.ismount(mnt) or p.poll() is not None)
+        assert p.poll() is None, p.stderr.read()
+        (line,) = fuse_mounts_at(mnt)
+        assert "noexec" in line[5].split(",") and "ro" in line[5].split(","), line[:7]
+        assert line[line.index("-") + 1] == "fuse.fusefs", line[-3:]
+        assert open(mnt / "f", "rb").read() == b"x"
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)])
+        assert p.wait(timeout=30) == 0, p.stderr.read()
