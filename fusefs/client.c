@@ -845,24 +845,25 @@ int cmd_pin(int argc, char **argv, const char *what)
 int cmd_heat(int argc, char **argv)
 {
 	char root[PATH_MAX], *text;
-	const char *mnt = NULL, *p;
-	long top = 20;
+	const char *mnt = NULL, *p, *v;
+	long long top = 20;
 	bool export = false;
-	int i;
+	int i, rc;
 
 	for (i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "export"))
+		if ((rc = opt_value(argc, argv, &i, "--top", &v))) {
+			if (rc < 0 || !parse_num(v, INT32_MAX, &top))
+				goto usage;
+		} else if (!strcmp(argv[i], "export") && !export && !mnt) {
 			export = true;
-		else if (!strcmp(argv[i], "--top") && i + 1 < argc)
-			top = atol(argv[++i]);
-		else if (!mnt)
+		} else if (!mnt && argv[i][0] != '-') {
 			mnt = argv[i];
+		} else {
+			goto usage;
+		}
 	}
-	if (!mnt) {
-		fprintf(stderr, "usage: fusefs heat MOUNTPOINT [--top N] | "
-			"fusefs heat export MOUNTPOINT > hot.tsv\n");
-		return EXIT_USAGE;
-	}
+	if (!mnt)
+		goto usage;
 	if (need_root(mnt, root, sizeof(root)))
 		return 1;
 	text = ctl_read(root, "heat");
@@ -881,6 +882,10 @@ int cmd_heat(int argc, char **argv)
 	}
 	free(text);
 	return 0;
+usage:
+	fprintf(stderr, "usage: fusefs heat MOUNTPOINT [--top N] | "
+		"fusefs heat export MOUNTPOINT > hot.tsv\n");
+	return EXIT_USAGE;
 }
 
 int cmd_warm(int argc, char **argv)

@@ -153,3 +153,22 @@ def test_a_dataset_dir_called_fusefs_is_shadowed_not_listed(mounter, src):
         with open(m.path(".fusefs/stats")) as f:
             assert "hits" in f.read()
     assert not os.path.exists(m.path(".fusefs/x"))
+
+
+def test_heat_refuses_bad_arguments(mounter, src):
+    """`fusefs heat` takes --top N (a number) and `export`, nothing else:
+    a bad or missing value or an unknown option is a usage error (exit
+    2), not a listing of another length or a 'not a mount' (exit 1)"""
+    put(src, {"a": b"x", "b": b"y"})
+    m = mounter()
+    read_uncached(m.path("a"))
+    read_uncached(m.path("b"))
+    r = run_fusefs("heat", m.mnt, "--top", "1")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2, r   # header + 1
+    r = run_fusefs("heat", m.mnt, "--top=0")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1, r
+    for args in (["--top", "abc"], ["--top", "-1"], ["--top", "1x"], ["--bogus"],
+                 ["--top"], [m.mnt]):
+        r = run_fusefs("heat", m.mnt, *args)
+        assert r.returncode == 2 and "usage: fusefs heat" in r.stderr, (args, r)
+        assert r.stdout == "", (args, r.stdout)
