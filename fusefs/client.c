@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "compiler.h"
+#include "lists.h"
 
 #define EXIT_USAGE	2
 #define CTL		".fusefs"
@@ -554,6 +555,12 @@ int cmd_prefetch(int argc, char **argv)
 	}
 	if (!mnt || (!list && !begin && !wait) || (at && !begin))
 		return prefetch_usage();
+	/* joined to "lists/": "../evict" would reach another control file */
+	if (!lists_name_ok(name)) {
+		fprintf(stderr, "fusefs: '%s' is not a list name ([A-Za-z0-9._-], 1 to %d bytes, not starting with '.')\n",
+			name, LIST_NAME_MAX - 1);
+		return prefetch_usage();
+	}
 	if (need_root(mnt, root, sizeof(root)))
 		return 1;
 	snprintf(rel, sizeof(rel), "lists/%s", name);

@@ -172,3 +172,22 @@ def test_heat_refuses_bad_arguments(mounter, src):
         r = run_fusefs("heat", m.mnt, *args)
         assert r.returncode == 2 and "usage: fusefs heat" in r.stderr, (args, r)
         assert r.stdout == "", (args, r.stdout)
+
+
+def test_prefetch_refuses_a_name_that_is_not_a_list_name(mounter, src, tmp_path):
+    """--name is a list name ([A-Za-z0-9._-], not starting with '.', up to
+    63 bytes): '../evict' was joined to 'lists/' and walked to
+    .fusefs/evict, so publishing the list evicted its files"""
+    put(src, {"a": b"x" * 4096})
+    m = mounter()
+    read_uncached(m.path("a"))
+    assert wait_for(lambda: cached(m, "a") == 4096)
+    lst = tmp_path / "l.txt"
+    lst.write_text("a\n")
+    for name in ("../evict", "../pin", "..", ".hidden", "a/b", "", "x" * 64):
+        r = run_fusefs("prefetch", m.mnt, "--list", str(lst), "--name", name)
+        assert r.returncode == 2, (name, r.returncode, r.stdout, r.stderr)
+        assert "list name" in r.stderr, (name, r.stderr)
+    assert cached(m, "a") == 4096
+    r = run_fusefs("prefetch", m.mnt, "--list", str(lst), "--name", "ok_name-1.x")
+    assert r.returncode == 0, r.stderr
