@@ -27,6 +27,7 @@ struct each {
 	void *arg;
 	int line;
 	int rejected;		/* line @fn rejected, 0 if none */
+	int err;		/* errno of a failed read (EISDIR, EIO), or 0 */
 	char section[SECTION_MAX];
 	char *buf;
 	size_t cap;
@@ -96,8 +97,11 @@ static char *each_reader(char *str, int num, void *stream)
 	if (e->rejected)
 		return NULL;	/* stop after the first rejected line */
 	n = getline(&e->buf, &e->cap, e->f);
-	if (n < 0)
+	if (n < 0) {
+		if (ferror(e->f))
+			e->err = errno ? errno : EIO;
 		return NULL;
+	}
 	e->line++;
 	p = e->buf;
 	if (e->line == 1 && !strncmp(p, "\xEF\xBB\xBF", 3))
@@ -145,12 +149,12 @@ int cfgfile_each(const char *path, cfgfile_each_fn fn, void *arg)
 	if (!e.f)
 		return -errno;
 	rc = each_pass(&e);		/* syntax only */
-	if (!rc) {
+	if (!rc && !e.err) {		/* never @fn on a file read in part */
 		e.fn = fn;
 		rc = each_pass(&e);
 	}
-	if (!rc && ferror(e.f))
-		rc = -EIO;
+	if (!rc && e.err)
+		rc = -e.err;	/* a directory: -EISDIR */
 	free(e.buf);
 	fclose(e.f);
 	return rc;

@@ -41,7 +41,8 @@ static int from_file(const char *file, const char *profile,
 	int rc = cfgfile_each(file, on_ini, &w);
 
 	if (rc < 0) {
-		fprintf(stderr, "fusefs: cannot read credentials file %s\n", file);
+		fprintf(stderr, "fusefs: cannot read credentials file %s: %s\n",
+			file, strerror(-rc));
 		return -ENOENT;
 	}
 	if (rc > 0) {

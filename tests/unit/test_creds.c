@@ -48,10 +48,52 @@ static void test_core_dumps_kept_on_request(void)
 	creds_wipe(&c);
 }
 
+/* what creds_load() printed to stderr, into @buf */
+static void load_capturing(struct fusefs_conf *cf, int *rc, char *buf,
+			   size_t len)
+{
+	struct s3_creds c;
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	fflush(stderr);
+	dup2(fileno(f), STDERR_FILENO);
+	*rc = creds_load(cf, &c);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	creds_wipe(&c);
+}
+
+/* a credentials file that cannot be read says why (missing, a directory) */
+static void test_unreadable_file_says_why(void)
+{
+	struct fusefs_conf cf = { 0 };
+	char err[512];
+	int rc;
+
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	cf.s3_credentials_file = "/nonexistent/credentials";
+	load_capturing(&cf, &rc, err, sizeof(err));
+	CHECK_INT(rc, ==, -ENOENT);
+	CHECK(strstr(err, "cannot read credentials file /nonexistent/credentials: No such file or directory"));
+	cf.s3_credentials_file = "/";
+	load_capturing(&cf, &rc, err, sizeof(err));
+	CHECK_INT(rc, ==, -ENOENT);
+	CHECK(strstr(err, "cannot read credentials file /: Is a directory"));
+}
+
 int main(void)
 {
 	runner_name = "test_creds";
 	TEST(test_env_secrets_wiped);
 	TEST(test_core_dumps_kept_on_request);
+	TEST(test_unreadable_file_says_why);
 	return runner_done();
 }
