@@ -29,6 +29,7 @@ mount itself (MOUNT/.fusefs/lists/NAME), so this works from a training
 container that only sees the mount of a fusefs sidecar.
 """
 
+import errno
 import logging
 import os
 import random
@@ -120,7 +121,22 @@ def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
     return os.fsencode("".join(line + "\n" for line in lines))
 
 
+_NAME_MAX = 63      # the daemon's LIST_NAME_MAX - 1
+
+
+def _name_ok(name):
+    """a list name as the daemon takes it (lists_name_ok()): 1-63 of
+    [A-Za-z0-9._-], not starting with '.'; so never a path out of lists/
+    ("../evict" would evict the listed files)"""
+    return (isinstance(name, str) and 0 < len(name) <= _NAME_MAX
+            and name[0] != "." and all(c.isascii() and (c.isalnum() or c in "._-")
+                                       for c in name))
+
+
 def _write(mount, name, data):
+    if not _name_ok(name):
+        raise ListRejected(errno.EINVAL, f"{name!r} is not a list name "
+                           "(1-63 of A-Z a-z 0-9 . _ -, not starting with '.')")
     if not is_fusefs(mount):
         raise NotFusefs(2, f"{mount} is not a fusefs mount root (no .fusefs/stats)")
     try:
@@ -153,6 +169,8 @@ def begin(mount, name="default", epoch=None, at=0):
 def status(mount, name="default"):
     """The status text of list @name: state, epoch, position, lead, hit
     ratio, last publish report ("" if it cannot be read)."""
+    if not _name_ok(name):
+        return ""
     try:
         with open(_ctl(mount, "lists", name)) as f:
             return f.read()

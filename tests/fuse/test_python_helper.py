@@ -7,6 +7,7 @@ shard list; best effort on a directory that is not fusefs and on a refused
 list (one warning, no exception; strict=True raises); and the package
 installed from python/pyproject.toml into a venv."""
 
+import errno
 import logging
 import os
 import shutil
@@ -15,8 +16,9 @@ import sys
 
 import pytest
 
-from checks import rnd
-from util import put
+from checks import cached, rnd
+from mountlib import wait_for
+from util import put, read_uncached
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -253,6 +255,27 @@ def test_name_with_a_line_break_is_not_split(mounter, files, src):
     x = st(m, "nl")
     assert x["files"] == 2, x
     assert x["last_publish"]["rejected_empty"] == 1, x
+
+
+def test_list_name_that_is_a_path_is_refused(mounter, files, caplog):
+    """a list name is checked as the daemon checks it: name="../evict"
+    wrote the paths to .fusefs/evict and evicted the files (review); now
+    publish() raises ListRejected (EINVAL) and a sampler warns once"""
+    m = mounter()
+    for n in files[:3]:
+        assert read_uncached(m.path(n))
+    assert wait_for(lambda: all(cached(m, n) > 0 for n in files[:3]))
+    with pytest.raises(fp.ListRejected) as e:
+        fp.publish(m.mnt, files[:3], name="../evict")
+    assert e.value.errno == errno.EINVAL
+    assert all(cached(m, n) > 0 for n in files[:3])
+    caplog.set_level(logging.WARNING, logger="fusefs_prefetch")
+    s = fp.PrefetchingSampler(SequentialSampler(range(3)), paths=files[:3],
+                              mount=m.mnt, name="../pin")
+    s.set_epoch(0)
+    assert list(s) == [0, 1, 2]
+    assert not no_warnings(caplog)
+    assert fp.status(m.mnt, "../stats") == ""
 
 
 def test_state_dict_after_set_epoch(tmp_path):
