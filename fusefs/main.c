@@ -246,7 +246,10 @@ static int daemonize(int *ready_fd)
 	pid_t pid;
 	char c;
 
-	if (pipe(p))
+	/* close-on-exec: a fusermount3 the daemon starts (it stays with
+	 * auto_unmount) must not hold the write end, or a daemon that dies
+	 * before it is ready leaves this parent waiting for an EOF for good */
+	if (pipe2(p, O_CLOEXEC))
 		return -errno;
 	pid = fork();
 	if (pid < 0)
