@@ -489,6 +489,10 @@ static int cmd_mount(int argc, char **argv)
 	}
 	rc = 1;
 	raise_nofile();
+	/* a SIGHUP (logrotate, a reload) while connecting must not kill the
+	 * daemon: it reopens the log from now on */
+	if (log_catch_sighup())
+		log_warn("cannot catch SIGHUP: it ends the daemon");
 	snprintf(path, sizeof(path), "%s/index", cf.cache_dir);
 	if (meta_open(&meta, path)) {
 		fprintf(stderr, "fusefs: cannot open the cache index in %s\n", path);

@@ -42,8 +42,10 @@ int log_reopen(void);
 /*
  * log_catch_sighup() - make SIGHUP call log_reopen() (on a small thread
  * of its own; the handler only wakes it) instead of its default action
- * or libfuse's (which ends the session).  Call it after
- * fuse_set_signal_handlers().  Return: 0 or -errno.
+ * or libfuse's (which ends the session).  Call it once the process is
+ * what it stays (after daemonizing: it starts a thread), and again after
+ * fuse_set_signal_handlers(), which replaces the handler.
+ * Return: 0 or -errno.
  */
 int log_catch_sighup(void);
 /*

@@ -144,16 +144,17 @@ int log_catch_sighup(void)
 	pthread_t t;
 	int rc;
 
-	if (hup_pipe[0] >= 0)
-		return 0;
-	if (pipe2(hup_pipe, O_CLOEXEC))
-		return -errno;
-	if (fcntl(hup_pipe[1], F_SETFL, O_NONBLOCK))
-		return -errno;
-	rc = thread_spawn(&t, hup_main, NULL);
-	if (rc)
-		return rc;
-	pthread_detach(t);
+	if (hup_pipe[0] < 0) {		/* the first call: the thread */
+		if (pipe2(hup_pipe, O_CLOEXEC))
+			return -errno;
+		if (fcntl(hup_pipe[1], F_SETFL, O_NONBLOCK))
+			return -errno;
+		rc = thread_spawn(&t, hup_main, NULL);
+		if (rc)
+			return rc;
+		pthread_detach(t);
+	}
+	/* every call: the handler again (libfuse's may have replaced it) */
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGHUP, &sa, NULL))
 		return -errno;

@@ -268,3 +268,38 @@ def test_trickled_remote_manifest_fails_in_time(tmp_path, srv):
     assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
     assert took < STALL_BOUND + SLACK, took
     assert not os.path.ismount(mnt)
+
+
+def test_sighup_while_connecting_does_not_end_the_daemon(tmp_path):
+    """a SIGHUP (logrotate, a service reload) while the daemon waits for
+    the endpoint at start reopens the log; it ended the daemon before its
+    own handler was installed (at the mount)"""
+    import signal
+    import socket
+    import subprocess
+    from mountlib import FUSEFS
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)                         # connections queue, nobody answers
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    env = dict(os.environ, **CREDS)
+    p = subprocess.Popen([FUSEFS, "mount", f"s3://{BUCKET}", str(mnt), "-f",
+                          "--cache-dir", str(tmp_path / "cache"), "--endpoint",
+                          f"http://127.0.0.1:{s.getsockname()[1]}",
+                          "--op-timeout", "3", "--log-file", str(tmp_path / "log")],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert p.poll() is None, ("ended by SIGHUP", p.returncode)
+        out, err = p.communicate(timeout=BOUND)
+        # it ends as it would have: the endpoint never answered
+        assert p.returncode == 1, (p.returncode, err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        s.close()
