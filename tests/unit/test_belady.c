@@ -230,6 +230,28 @@ static void test_shards_through_the_cache(void)
 	}
 }
 
+/*
+ * Three listed files of three chunks in a cache of six, epoch 0 reading
+ * them in s->order[0]: *@a (read now, 3 chunks cached, in use) and *@b
+ * (read last, @b_bytes cached); *@in, read next, has nothing cached.
+ */
+static void a_reading_b_last(struct sim *s, uint64_t b_bytes,
+			     struct policy_node **a, struct policy_node **b,
+			     struct policy_node **in)
+{
+	setup(s, 9, 3);
+	policy_init(&s->p, "auto", 60, 6 * K, K);
+	policy_set_future(&s->p, next_use, s);
+	*a = policy_node(&s->p, s->order[0][0]);
+	*b = policy_node(&s->p, s->order[0][2]);
+	*in = policy_node(&s->p, s->order[0][1]);
+	policy_charge(&s->p, *a, 3 * K);
+	policy_add(&s->p, *a);
+	policy_charge(&s->p, *b, b_bytes);
+	policy_add(&s->p, *b);
+	(*a)->in_use = true;
+}
+
 /* a listed file gives up its last chunk, not the whole file */
 static void test_tail_first(void)
 {
@@ -237,17 +259,7 @@ static void test_tail_first(void)
 	struct policy_node *a, *b, *in, *other;
 	struct admission adm;
 
-	setup(&s, 9, 3);		/* three files of three chunks */
-	policy_init(&s.p, "auto", 60, 6 * K, K);
-	policy_set_future(&s.p, next_use, &s);
-	a = policy_node(&s.p, s.order[0][0]);	/* being read */
-	b = policy_node(&s.p, s.order[0][2]);	/* read last */
-	in = policy_node(&s.p, s.order[0][1]);	/* read next */
-	policy_charge(&s.p, a, 3 * K);
-	policy_add(&s.p, a);
-	policy_charge(&s.p, b, 3 * K);
-	policy_add(&s.p, b);
-	a->in_use = true;
+	a_reading_b_last(&s, 3 * K, &a, &b, &in);
 	CHECK_INT(policy_admit(&s.p, in, K, ADMIT_DEMAND, &adm, 0), ==, 1);
 	CHECK(adm.victims[0] == b);
 	CHECK_INT(adm.take[0], ==, K);
@@ -292,17 +304,7 @@ static void test_short_last_chunk(void)
 	struct policy_node *a, *b, *in;
 	struct admission adm;
 
-	setup(&s, 9, 3);
-	policy_init(&s.p, "auto", 60, 6 * K, K);
-	policy_set_future(&s.p, next_use, &s);
-	a = policy_node(&s.p, s.order[0][0]);	/* being read */
-	b = policy_node(&s.p, s.order[0][2]);	/* read last */
-	in = policy_node(&s.p, s.order[0][1]);	/* read next */
-	policy_charge(&s.p, a, 3 * K);
-	policy_add(&s.p, a);
-	policy_charge(&s.p, b, 2 * K + 4096);	/* two chunks and a block */
-	policy_add(&s.p, b);
-	a->in_use = true;
+	a_reading_b_last(&s, 2 * K + 4096, &a, &b, &in);	/* two chunks and a block */
 	/* one block short of a chunk free: b's last chunk (a block) will do */
 	CHECK_INT(policy_admit(&s.p, in, K, ADMIT_DEMAND, &adm, 0), ==, 1);
 	CHECK(adm.victims[0] == b);

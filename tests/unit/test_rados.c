@@ -232,23 +232,32 @@ static int collect(void *arg, const char *key, size_t len,
 	return 0;
 }
 
+/* rbe_list() of a fake pool of @n objects into *@s; its return value */
+static int list_pool(struct fobj *objs, size_t n, struct seen *s)
+{
+	struct rados_be *r = fake_be("");
+	int rc;
+
+	pool = objs;
+	pool_n = n;
+	rc = rbe_list(&r->base, collect, s);
+	free(r);
+	return rc;
+}
+
 static void test_list(void)
 {
 	struct fobj objs[] = {
 		{ .name = "a", .size = 10, .version = 7 },
 		{ .name = "b", .size = 20, .version = 9 },
 	};
-	struct rados_be *r = fake_be("");
 	struct seen s = { 0 };
 
-	pool = objs;
-	pool_n = ARRAY_SIZE(objs);
-	CHECK_INT(rbe_list(&r->base, collect, &s), ==, 0);
+	CHECK_INT(list_pool(objs, ARRAY_SIZE(objs), &s), ==, 0);
 	CHECK_INT(s.n, ==, 2);
 	CHECK_STR(s.keys[1], "b");
 	CHECK_INT(s.a[1].size, ==, 20);
 	CHECK_STR(s.a[1].version, "9");
-	free(r);
 }
 
 /* an object deleted between the listing and its stat is just not there */
@@ -259,15 +268,11 @@ static void test_list_deleted_meanwhile(void)
 		{ .name = "gone", .stat_rc = -ENOENT },
 		{ .name = "c", .size = 30, .version = 3 },
 	};
-	struct rados_be *r = fake_be("");
 	struct seen s = { 0 };
 
-	pool = objs;
-	pool_n = ARRAY_SIZE(objs);
-	CHECK_INT(rbe_list(&r->base, collect, &s), ==, 0);
+	CHECK_INT(list_pool(objs, ARRAY_SIZE(objs), &s), ==, 0);
 	CHECK_INT(s.n, ==, 2);
 	CHECK_STR(s.keys[1], "c");
-	free(r);
 }
 
 /*
@@ -286,14 +291,10 @@ static void test_list_stat_error_fails_the_listing(void)
 			{ .name = "stuck", .stat_rc = errs[k] },
 			{ .name = "c", .size = 30, .version = 3 },
 		};
-		struct rados_be *r = fake_be("");
 		struct seen s = { 0 };
 
-		pool = objs;
-		pool_n = ARRAY_SIZE(objs);
-		CHECK_INT(rbe_list(&r->base, collect, &s), ==, errs[k]);
+		CHECK_INT(list_pool(objs, ARRAY_SIZE(objs), &s), ==, errs[k]);
 		CHECK_INT(s.n, ==, 0);	/* nothing half-listed */
-		free(r);
 	}
 }
 
