@@ -142,10 +142,16 @@ int client_mount_root(const char *mnt, char *root, size_t len)
 	int rc;
 
 	if (!realpath(mnt, real))
-		return -errno;
-	rc = find_root(real, root, len);
+		rc = -errno;
+	else
+		rc = find_root(real, root, len);
 	if (!rc && strcmp(real, root))
 		rc = -ENOENT;		/* inside a mount, not its mount point */
+	if (rc)
+		fprintf(stderr, "fusefs: %s is not a fusefs mount%s%s%s\n", mnt,
+			rc != -ENOENT ? " (" : "",
+			rc != -ENOENT ? strerror(-rc) : "",
+			rc != -ENOENT ? ")" : "");
 	return rc;
 }
 
@@ -1014,7 +1020,7 @@ int cmd_stats_json(int argc, char **argv)
 {
 	char root[PATH_MAX], *buf;
 	const char *mnt = NULL;
-	int i, rc;
+	int i;
 
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -1026,14 +1032,8 @@ int cmd_stats_json(int argc, char **argv)
 	if (!mnt)
 		return stats_usage();
 	/* the mount point itself, as the text form (readiness probes) */
-	rc = client_mount_root(mnt, root, sizeof(root));
-	if (rc) {
-		fprintf(stderr, "fusefs: %s is not a fusefs mount%s%s%s\n", mnt,
-			rc != -ENOENT ? " (" : "",
-			rc != -ENOENT ? strerror(-rc) : "",
-			rc != -ENOENT ? ")" : "");
+	if (client_mount_root(mnt, root, sizeof(root)))
 		return 1;
-	}
 	buf = ctl_read(root, "stats");
 	if (!buf) {
 		fprintf(stderr, "fusefs: %s: %s\n", mnt, strerror(errno));

@@ -28,8 +28,9 @@ bool client_wants_json(int argc, char **argv);
 /*
  * client_mount_root() - is @mnt the mount point of a fusefs mount (FUSE
  * by statfs, fuse.fusefs in /proc/self/mountinfo), not a path inside
- * one?  Then its canonical path is in @root (@len bytes).  Return: 0,
- * -ENOENT (not a fusefs mount point) or the -errno of looking at @mnt.
+ * one?  Then its canonical path is in @root (@len bytes); if not, says
+ * so on stderr.  Return: 0, -ENOENT (not a fusefs mount point) or the
+ * -errno of looking at @mnt.
  */
 int client_mount_root(const char *mnt, char *root, size_t len);
 int cmd_pin(int argc, char **argv, const char *what);

@@ -562,7 +562,6 @@ static int cmd_stats(int argc, char **argv)
 	char root[PATH_MAX];
 	ssize_t len;
 	char *buf;
-	int rc;
 
 	if (argc != 1) {
 		fprintf(stderr, "usage: fusefs stats MOUNTPOINT\n");
@@ -570,14 +569,8 @@ static int cmd_stats(int argc, char **argv)
 	}
 	/* a fusefs mount point, as --json: any directory's owner may set
 	 * user.fusefs.stats (docs/security.md) */
-	rc = client_mount_root(argv[0], root, sizeof(root));
-	if (rc) {
-		fprintf(stderr, "fusefs: %s is not a fusefs mount%s%s%s\n", argv[0],
-			rc != -ENOENT ? " (" : "",
-			rc != -ENOENT ? strerror(-rc) : "",
-			rc != -ENOENT ? ")" : "");
+	if (client_mount_root(argv[0], root, sizeof(root)))
 		return 1;
-	}
 	len = getxattr(argv[0], "user.fusefs.stats", NULL, 0);
 	if (len < 0) {
 		fprintf(stderr, "fusefs: %s is not a fusefs mount (%s)\n", argv[0],

@@ -11,28 +11,12 @@
 #include "bdi.h"
 #include "bgthread.h"
 #include "log.h"
+#include "mountsafe.h"
 
 struct raise {
 	char *mnt;
 	unsigned kb, delay_ms;
 };
-
-/* undo mountinfo's octal escapes of space, tab, newline and backslash */
-static void unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++, o++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*o = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*o = *s;
-		}
-	}
-	*o = '\0';
-}
 
 /* the device number of the newest mount at @mnt; 0 or -ENOENT */
 static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
@@ -50,7 +34,7 @@ static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 
 		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &a, &b, mp) != 3)
 			continue;
-		unescape(mp);
+		mountinfo_unescape(mp);
 		if (!strcmp(mp, mnt)) {
 			*maj = a;
 			*min = b;

@@ -48,8 +48,7 @@ int mountsafe_check_fd(int fd)
 	return 0;
 }
 
-/* undo mountinfo's octal escapes (\040 for a space) in place */
-static void unescape(char *s)
+void mountinfo_unescape(char *s)
 {
 	char *o = s;
 
@@ -85,10 +84,10 @@ static int mount_at(const char *path, char type[256], char src[PATH_MAX])
 		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
 		    sscanf(dash + 3, "%255s %4095s", t, s) != 2)
 			continue;
-		unescape(mp);
+		mountinfo_unescape(mp);
 		if (strcmp(mp, path))
 			continue;
-		unescape(s);
+		mountinfo_unescape(s);
 		memcpy(type, t, sizeof(t));
 		memcpy(src, s, sizeof(s));
 		rc = 0;			/* the last one is on top */
