@@ -52,6 +52,7 @@ struct fusefs_conf {
 	unsigned list_refresh_s;/* namespace re-listing; 0 = never */
 	unsigned readahead;	/* chunks fetched ahead of a sequential reader */
 	unsigned max_inflight;	/* backend reads in flight */
+	unsigned ahead_ms;	/* speculative reads: link time in flight */
 	unsigned verify_depth;	/* background verifier reads in flight, 0: none */
 	unsigned retries;	/* extra attempts after a failed backend read */
 	unsigned op_timeout_s;	/* one backend operation */

@@ -12,7 +12,9 @@
  * however many readers wait for it (single flight), and the completion
  * thread answers every parked request from the fetched bytes in memory,
  * then writes the chunk to the cache.  A reader that advances chunk by
- * chunk gets the next `readahead` chunks fetched in parallel.
+ * chunk gets the next `readahead` chunks fetched in parallel, as far as
+ * max_inflight and the link's bound allow (linkrate.h: the bytes of all
+ * reads in flight within what the backend delivers in --ahead-time).
  *
  * Failed backend reads are retried `retries` times with exponential
  * backoff (100 ms, 200 ms, ... capped at 2 s), then answered with EIO.
@@ -131,10 +133,13 @@ void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
  * the file is still wanted, fetch_set_wanted()) or a queued one: only
  * while fewer than half of max_inflight prefetches and fewer than
  * max_inflight reads in all are in flight, so demand misses always find
- * room.  A staged chunk is written from memory instead (no fetch).
+ * room, and while the bytes of all reads in flight and this chunk fit in
+ * the link's bound (linkrate.h; the next completion then calls the
+ * on_prefetch hook to wake the prefetcher).  A staged chunk is written
+ * from memory instead (no fetch).
  * Return: 1 started (or stored from memory), 0 nothing to do (present, in
  * flight, in memory, not wanted, past the end), -EBUSY no room now (reads
- * in flight, or the memory budget), -ENOMEM.
+ * in flight, the link's bound, or the memory budget), -ENOMEM.
  */
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n,
 		   bool current);

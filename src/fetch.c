@@ -11,6 +11,7 @@
 #include "fetch.h"
 #include "hash.h"
 #include "htab.h"
+#include "linkrate.h"
 #include "log.h"
 #include "strsafe.h"
 #include "membudget.h"
@@ -31,7 +32,9 @@
  * reader still tries them.
  */
 #define FAILED_SLOTS		64
-#define FAILED_MS		0	/* off: see docs/reliability.md */
+#define FAILED_MS		0
+/* speculative reads in flight: what the backend delivers in this time */
+#define AHEAD_US		500000	/* off: see docs/reliability.md */
 
 struct preq;
 
@@ -59,6 +62,7 @@ struct inflight {
 	int64_t due_ms;			/* retry time */
 	int64_t sent_us;		/* this attempt started */
 	int64_t first_us;		/* the first attempt started */
+	uint64_t link_mark;		/* linkrate_sent()'s, this attempt */
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
 	bool stage;			/* for memory only (fetch_stage()) */
@@ -96,6 +100,8 @@ struct fetcher {
 	unsigned readahead, max_inflight, retries;
 	enum read_mode mode;
 	atomic_uint inflight;		/* backend reads outstanding */
+	struct linkrate link;		/* the rate; speculative reads' bound */
+	atomic_bool link_refused;	/* a prefetch waited for link room */
 	atomic_uint prefetching;	/* of which prefetches (staging too) */
 	_Atomic uint64_t staging_bytes;	/* of which for memory only: charges */
 	uint64_t stage_limit;		/* staged + staging bytes; 0: off */
@@ -388,9 +394,12 @@ static void submit(struct fetcher *f, struct inflight *in)
 	in->sent_us = now_us();
 	if (!in->tries)
 		in->first_us = in->sent_us;
+	in->link_mark = linkrate_sent(&f->link, in->rd.len, in->sent_us);
 	rc = f->be->ops->read(f->be, &in->rd);
 	if (rc < 0) {
 		in->ret = rc;
+		linkrate_done(&f->link, in->link_mark, in->sent_us,
+			      in->rd.len, 0, now_us());
 		complete_push(f, in);
 	}
 }
@@ -403,12 +412,39 @@ static void submit_all(struct fetcher *f, struct inflight **start, int n)
 		submit(f, start[i]);
 }
 
+/* the rate and the bound as the stats show them */
+static void link_gauges(struct fetcher *f)
+{
+	uint64_t rate, bound;
+
+	linkrate_read(&f->link, &rate, &bound);
+	atomic_store_explicit(&f->st->backend_rate_bytes, rate,
+			      memory_order_relaxed);
+	atomic_store_explicit(&f->st->ahead_bound_bytes, bound,
+			      memory_order_relaxed);
+}
+
 static void backend_done(struct backend_read *rd, ssize_t ret)
 {
 	struct inflight *in = container_of(rd, struct inflight, rd);
 
 	in->ret = ret;
+	linkrate_done(&in->f->link, in->link_mark, in->sent_us, rd->len,
+		      ret > 0 ? (uint64_t)ret : 0, now_us());
+	link_gauges(in->f);
 	complete_push(in->f, in);
+}
+
+/* the bytes of reads claimed in @start, not sent yet */
+static uint64_t pending_bytes(struct fetcher *f, struct inflight **start,
+			      int n)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		sum += cache_chunk_len(f->c, start[i]->ce, start[i]->id.n);
+	return sum;
 }
 
 /* queue read-ahead of the chunks after @last for a sequential reader */
@@ -434,7 +470,9 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 
 		if (mem_has_locked(f, &id))
 			continue;
-		if (atomic_load(&f->inflight) >= f->max_inflight)
+		if (atomic_load(&f->inflight) >= f->max_inflight ||
+		    !linkrate_room(&f->link, pending_bytes(f, start, nstart),
+				   cache_chunk_len(f->c, ce, n)))
 			break;
 		if (failed_lately_locked(f, id_key(&id)))
 			continue;
@@ -809,6 +847,9 @@ static void complete(struct fetcher *f, struct inflight *in)
 
 	cache_ident(in->ce, &ci);
 	stats_note_latency(f->st, now_us() - in->sent_us);
+	/* link room came back (linkrate_done() ran at the completion) */
+	if (atomic_exchange(&f->link_refused, false) && f->on_prefetch)
+		f->on_prefetch(f->prefetch_arg, true);
 	if (ret >= 0 && (size_t)ret != want)
 		ret = -ESTALE;		/* shorter than listed: it changed */
 	if (ret < 0) {
@@ -993,6 +1034,7 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 	f->max_inflight = cf->max_inflight;
 	f->retries = cf->retries;
 	f->failed_ms = FAILED_MS;
+	linkrate_init(&f->link, (uint64_t)cf->ahead_ms * 1000, f->cs);
 	f->mode = cf->read_mode;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->qlock, NULL);
@@ -1051,6 +1093,7 @@ void fetch_destroy(struct fetcher *f)
 	if (f->st->mem == f->mb)
 		f->st->mem = NULL;
 	membudget_destroy(f->mb);
+	linkrate_destroy(&f->link);
 	pthread_mutex_destroy(&f->verify_lock);
 	free(f);
 }
@@ -1260,6 +1303,13 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	if (current && f->wanted && !f->wanted(f->wanted_arg, ci.fid))
 		goto out;
 	size = cache_chunk_len(f->c, ce, n);
+	if (!linkrate_room(&f->link, 0, size)) {
+		/* the link is busy for long enough: the next completion
+		 * wakes the prefetcher (complete()) */
+		atomic_store(&f->link_refused, true);
+		rc = -EBUSY;
+		goto out;
+	}
 	if (stage && f->staged.bytes + atomic_load(&f->staging_bytes) +
 		     chunkbuf_charge(size) > f->stage_limit) {
 		rc = -ENOSPC;

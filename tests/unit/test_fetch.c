@@ -4,6 +4,8 @@
  * reads, single flight, read-ahead, an object replaced mid-read, retries,
  * buffers of a chunk's length and their pool, chunks held in memory.
  */
+#include <unistd.h>
+
 #include "cachenv.h"
 #include "membudget.h"
 #include "memchunk.h"
@@ -467,6 +469,71 @@ static void test_stage(void)
 	free(got);
 }
 
+/*
+ * Over a slow link, read-ahead and prefetch in flight are bounded by
+ * what the link delivers in half a second (linkrate.h), at least two
+ * chunks counting the reads a reader waits for: a chunk needed next does
+ * not share the link with many needed later.
+ */
+static void test_speculation_bounded_by_link(void)
+{
+	struct env e;
+	char *data = pattern(8 * CS, 17), *got = malloc(8 * CS);
+	struct centry *warm, *ce, *pf;
+	struct result r;
+
+	env_init(&e, 64 * CS, 4, READ_DIRECT);
+	mem_put(e.be, "warm", data, CS);
+	mem_put(e.be, "seq", data, 8 * CS);
+	mem_put(e.be, "pf", data, 4 * CS);
+	/* one chunk that takes 300 ms: a link of at most 3.4 MiB/s */
+	warm = attach(&e, "warm", NULL);
+	mem_hold(e.be);
+	result_init(&r, 4096 + 1);
+	CHECK_INT(fetch_read(e.fetch, warm, 0, 4096, result_done, &r), ==, 0);
+	usleep(300000);
+	mem_release(e.be);
+	result_wait(&r);
+	CHECK_INT(r.err, ==, 0);
+	free(r.buf);
+
+	/* a sequential reader: its chunk and one chunk of read-ahead (the
+	 * floor of two chunks), not the four --readahead asks for */
+	ce = attach(&e, "seq", NULL);
+	mem_hold(e.be);
+	result_init(&r, 4096 + 1);
+	CHECK_INT(fetch_read(e.fetch, ce, 0, 4096, result_done, &r), ==, 0);
+	CHECK_INT(e.st.readahead_chunks, ==, 1);
+	/* and no prefetch while those two are in flight */
+	pf = attach(&e, "pf", NULL);
+	CHECK_INT(fetch_prefetch(e.fetch, pf, 0, false), ==, -EBUSY);
+	usleep(300000);		/* as slow as the first */
+	mem_release(e.be);
+	result_wait(&r);
+	CHECK_INT(r.err, ==, 0);
+	CHECK(!memcmp(r.buf, data, 4096));
+	free(r.buf);
+
+	/* nothing in flight: prefetches start again, two at a time */
+	mem_hold(e.be);
+	CHECK_INT(fetch_prefetch(e.fetch, pf, 0, false), ==, 1);
+	CHECK_INT(fetch_prefetch(e.fetch, pf, 1, false), ==, 1);
+	CHECK_INT(fetch_prefetch(e.fetch, pf, 2, false), ==, -EBUSY);
+	mem_release(e.be);
+
+	/* every byte right, bounded or not */
+	CHECK_INT(read_all(&e, ce, got, 8 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 8 * CS));
+	CHECK_INT(read_all(&e, pf, got, 4 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 4 * CS));
+	cache_detach(e.cache, warm);
+	cache_detach(e.cache, ce);
+	cache_detach(e.cache, pf);
+	env_fini(&e);
+	free(data);
+	free(got);
+}
+
 int main(void)
 {
 	runner_name = "test_fetch";
@@ -482,5 +549,6 @@ int main(void)
 	TEST(test_memchunk_holds);
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
+	TEST(test_speculation_bounded_by_link);
 	return runner_done();
 }
