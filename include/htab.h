@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * htab.h - open-addressing hash table of pointers keyed by a uint64_t
- * that the stored object carries (read through @key_of).  Linear
- * probing, deletion by backward shift, grows at half load.  Not locked:
- * the owner serializes access.
+ * that the stored object carries (read through @key_of when it is put,
+ * then kept beside the pointer, so probes never touch other items).
+ * Linear probing, deletion by backward shift, grows at half load.  Not
+ * locked: the owner serializes access.  An item's key must not change
+ * while it is in the table.
  *
  * Keys are often hashes of names that others choose (inode numbers of
  * object names): a key's home slot mixes it with a random per-process
@@ -18,6 +20,7 @@
 
 struct htab {
 	void **slot;
+	uint64_t *keys;			/* keys[i] valid where slot[i] */
 	size_t cap, used;		/* cap is a power of two or 0 */
 	uint64_t (*key_of)(const void *item);
 };

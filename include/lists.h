@@ -203,6 +203,12 @@ uint64_t lists_next_use(void *lists, uint64_t fid);
  * the chunk-level eviction compares (policy_next_use_fn).
  */
 uint64_t lists_next_use_bytes(void *lists, uint64_t fid, uint64_t *after);
+/*
+ * lists_known() - may any fid have a next use: is some list active with
+ * an epoch (current or queued)?  If not, lists_next_use_bytes() is
+ * UINT64_MAX for every fid (policy_known_fn).
+ */
+bool lists_known(void *lists);
 
 /*
  * lists_unread_now() - is @fid still to be read in the current epoch of

@@ -54,6 +54,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "heatheap.h"
 #include "htab.h"
 
 #define NEXT_USE_NONE	UINT64_MAX
@@ -75,6 +76,9 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	bool in_use;		/* open or busy: not evictable */
 	bool prefetched;	/* cached ahead of use, not opened since */
 	uint64_t taking;	/* bytes chosen to go in this admission */
+	double hkey;		/* heat as a timeless key (heatheap.h) */
+	uint64_t seq;		/* when linked: order among equal last */
+	size_t hpos;		/* place in the heat heap + 1; 0: out */
 };
 
 enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
@@ -114,10 +118,19 @@ struct policy_ops {
  */
 typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid,
 				       uint64_t *after);
+/*
+ * Is anything known at all?  false promises that the next use of every
+ * fid is NEXT_USE_NONE now: an admission then ranks by heat alone (the
+ * heat heap) without asking for each entry's next use.  Same lock rules.
+ */
+typedef bool (*policy_known_fn)(void *arg);
 
 struct policy {
 	const struct policy_ops *ops;
 	struct policy_node head;	/* cache entries, lru order */
+	struct heatheap cold;		/* entries with bytes, coldest first */
+	bool cold_lost;			/* an insert failed: scan instead */
+	uint64_t seq;			/* links so far */
 	struct htab nodes;		/* fid -> node, every known file */
 	double half_life_s;
 	uint64_t limit;			/* bytes the cache may hold */
@@ -125,6 +138,7 @@ struct policy {
 	uint64_t chunk;			/* bytes of a chunk on disk: the
 					 * unit of chunk eviction */
 	policy_next_use_fn next_use;	/* NULL: nothing known */
+	policy_known_fn known;		/* NULL: ask next_use */
 	void *next_use_arg;
 };
 
@@ -134,7 +148,9 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 		uint64_t limit, uint64_t chunk);
 void policy_release(struct policy *p);
 /* policy_node() - the node of @fid, created (not an entry) if new;
- * NULL on ENOMEM.  Nodes live until policy_release(). */
+ * NULL on ENOMEM.  Nodes live until policy_release().  Its heat fields
+ * (score, score_at, last) may be set directly only before policy_add():
+ * afterwards only policy_touch() changes them (the heat heap's order). */
 struct policy_node *policy_node(struct policy *p, uint64_t fid);
 /* policy_heat() - @n's heat decayed to @now */
 double policy_heat(const struct policy *p, const struct policy_node *n,
@@ -145,8 +161,10 @@ void policy_add(struct policy *p, struct policy_node *n);
 void policy_del(struct policy *p, struct policy_node *n);
 /* policy_touch() - @n was opened at @now (heat, recency) */
 void policy_touch(struct policy *p, struct policy_node *n, int64_t now);
-/* policy_set_future() - where next uses come from (NULL: unknown) */
-void policy_set_future(struct policy *p, policy_next_use_fn fn, void *arg);
+/* policy_set_future() - where next uses come from (NULL: unknown), and
+ * whether any is known now (@known NULL: always ask @fn) */
+void policy_set_future(struct policy *p, policy_next_use_fn fn,
+		       policy_known_fn known, void *arg);
 
 /* policy_admit() - see policy_ops.admit */
 int policy_admit(const struct policy *p, const struct policy_node *in,

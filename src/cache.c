@@ -577,10 +577,11 @@ int cache_evict_file(struct cache *c, uint64_t fid)
 	return rc;
 }
 
-void cache_set_next_use(struct cache *c, policy_next_use_fn fn, void *arg)
+void cache_set_next_use(struct cache *c, policy_next_use_fn fn,
+			policy_known_fn known, void *arg)
 {
 	pthread_mutex_lock(&c->lock);
-	policy_set_future(&c->pol, fn, arg);
+	policy_set_future(&c->pol, fn, known, arg);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -27,6 +27,7 @@ __attribute__((constructor)) static void htab_seed_init(void)
 void htab_init(struct htab *h, uint64_t (*key_of)(const void *item))
 {
 	h->slot = NULL;
+	h->keys = NULL;
 	h->cap = h->used = 0;
 	h->key_of = key_of;
 }
@@ -34,7 +35,9 @@ void htab_init(struct htab *h, uint64_t (*key_of)(const void *item))
 void htab_release(struct htab *h)
 {
 	free(h->slot);
+	free(h->keys);
 	h->slot = NULL;
+	h->keys = NULL;
 	h->cap = h->used = 0;
 }
 
@@ -50,12 +53,13 @@ static size_t home(const struct htab *h, uint64_t key)
 	return key & (h->cap - 1);
 }
 
-/* the slot holding @key, or the empty slot where it would go */
+/* the slot holding @key, or the empty slot where it would go (probes
+ * compare the keys array: no item is touched but the one found) */
 static size_t find(const struct htab *h, uint64_t key)
 {
 	size_t i = home(h, key);
 
-	while (h->slot[i] && h->key_of(h->slot[i]) != key)
+	while (h->slot[i] && h->keys[i] != key)
 		i = (i + 1) & (h->cap - 1);
 	return i;
 }
@@ -65,22 +69,36 @@ void *htab_get(const struct htab *h, uint64_t key)
 	return h->cap ? h->slot[find(h, key)] : NULL;
 }
 
+static void place(struct htab *h, uint64_t key, void *item)
+{
+	size_t i = find(h, key);
+
+	h->slot[i] = item;
+	h->keys[i] = key;
+}
+
 static int grow(struct htab *h)
 {
 	void **old = h->slot;
+	uint64_t *oldkeys = h->keys;
 	size_t i, oldcap = h->cap;
 
 	h->cap = oldcap ? oldcap * 2 : 64;
 	h->slot = calloc(h->cap, sizeof(*h->slot));
-	if (!h->slot) {
+	h->keys = malloc(h->cap * sizeof(*h->keys));
+	if (!h->slot || !h->keys) {
+		free(h->slot);
+		free(h->keys);
 		h->slot = old;
+		h->keys = oldkeys;
 		h->cap = oldcap;
 		return -ENOMEM;
 	}
 	for (i = 0; i < oldcap; i++)
 		if (old[i])
-			h->slot[find(h, h->key_of(old[i]))] = old[i];
+			place(h, oldkeys[i], old[i]);
 	free(old);
+	free(oldkeys);
 	return 0;
 }
 
@@ -88,7 +106,7 @@ int htab_put(struct htab *h, void *item)
 {
 	if ((h->used + 1) * 2 > h->cap && grow(h))
 		return -ENOMEM;
-	h->slot[find(h, h->key_of(item))] = item;
+	place(h, h->key_of(item), item);
 	h->used++;
 	return 0;
 }
@@ -108,10 +126,11 @@ void *htab_del(struct htab *h, uint64_t key)
 	h->used--;
 	/* shift back followers whose home lies cyclically at or before i */
 	for (j = (i + 1) & (h->cap - 1); h->slot[j]; j = (j + 1) & (h->cap - 1)) {
-		size_t k = home(h, h->key_of(h->slot[j]));
+		size_t k = home(h, h->keys[j]);
 
 		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
 			h->slot[i] = h->slot[j];
+			h->keys[i] = h->keys[j];
 			h->slot[j] = NULL;
 			i = j;
 		}

@@ -1162,6 +1162,22 @@ uint64_t lists_next_use_bytes(void *arg, uint64_t fid, uint64_t *after)
 	return next_use(arg, fid, true, after);
 }
 
+bool lists_known(void *arg)
+{
+	struct lists *l = arg;
+	bool known = false;
+	uint64_t now;
+	unsigned i;
+
+	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
+	for (i = 0; i < l->n && !known; i++)
+		known = !is_idle(l, l->l[i], now) &&
+			(l->l[i]->cur || l->l[i]->nq);
+	pthread_mutex_unlock(&l->lock);
+	return known;
+}
+
 /* ---- walking ahead of a reader ---- */
 
 struct cursor {

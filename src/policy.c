@@ -43,6 +43,43 @@ void policy_release(struct policy *p)
 	for (i = 0; i < p->nodes.cap; i++)
 		free(p->nodes.slot[i]);
 	htab_release(&p->nodes);
+	heatheap_release(&p->cold);
+}
+
+/* @n's heat as a key that orders nodes as their heat does at any time
+ * after their score_at (decay multiplies every heat alike) */
+static double heat_key(const struct policy *p, const struct policy_node *n)
+{
+	if (n->score <= 0)
+		return -INFINITY;
+	if (p->half_life_s <= 0)
+		return log2(n->score);
+	return log2(n->score) + (double)n->score_at / p->half_life_s;
+}
+
+/*
+ * Keep @n in the heat heap exactly while it is an entry with bytes, at
+ * its current key.  A failed insert leaves the heap short: victims are
+ * then found by scanning the entries (cold_lost) until the end.
+ */
+static void cold_sync(struct policy *p, struct policy_node *n)
+{
+	bool want = linked(n) && n->cached > 0;
+	double key = heat_key(p, n);
+
+	if (!want) {
+		if (heatheap_in(n))
+			heatheap_remove(&p->cold, n);
+		return;
+	}
+	if (heatheap_in(n)) {
+		n->hkey = key;
+		heatheap_update(&p->cold, n);
+		return;
+	}
+	n->hkey = key;
+	if (heatheap_insert(&p->cold, n))
+		p->cold_lost = true;
 }
 
 static void list_unlink(struct policy_node *n)
@@ -68,13 +105,15 @@ void policy_add(struct policy *p, struct policy_node *n)
 	n->next = at->next;
 	at->next->prev = n;
 	at->next = n;
+	n->seq = ++p->seq;	/* among equal last, the list's order */
+	cold_sync(p, n);
 }
 
 void policy_del(struct policy *p, struct policy_node *n)
 {
-	(void)p;
 	if (linked(n))
 		list_unlink(n);
+	cold_sync(p, n);
 }
 
 double policy_heat(const struct policy *p, const struct policy_node *n,
@@ -98,13 +137,15 @@ void policy_touch(struct policy *p, struct policy_node *n, int64_t now)
 	n->prefetched = false;
 	if (linked(n)) {	/* move to the most recent end */
 		list_unlink(n);
-		policy_add(p, n);
+		policy_add(p, n);	/* and to its new heat */
 	}
 }
 
-void policy_set_future(struct policy *p, policy_next_use_fn fn, void *arg)
+void policy_set_future(struct policy *p, policy_next_use_fn fn,
+		       policy_known_fn known, void *arg)
 {
 	p->next_use = fn;
+	p->known = known;
 	p->next_use_arg = arg;
 }
 
@@ -121,6 +162,7 @@ void policy_charge(struct policy *p, struct policy_node *n, int64_t delta)
 	if (!n)
 		return;
 	n->cached += delta;
+	cold_sync(p, n);
 }
 
 void policy_reserve(struct policy *p, uint64_t bytes)
@@ -168,6 +210,7 @@ struct pick_ctx {
 	int64_t now;
 	bool ranked;		/* cands filled (at the first pick) */
 	bool future;		/* rank by next use (auto with lists) */
+	bool blind;		/* future, but no use known: all NONE */
 	uint64_t in_use;	/* auto: when @in's next chunk is needed */
 	int ncand;
 	struct cand cand[CAND_MAX];
@@ -214,6 +257,53 @@ static bool outranks(uint64_t ka, const struct cand *a, uint64_t kb,
 	return a->pos < b->pos;
 }
 
+/* offer @n (at @pos in the order walked) to the best CAND_MAX */
+static void offer(const struct policy *p, struct pick_ctx *x,
+		  struct policy_node *n, size_t pos)
+{
+	struct cand c;
+	uint64_t k;
+	int i;
+
+	c.n = n;
+	c.use = !x->future ? 0 : x->blind ? NEXT_USE_NONE :
+		p->next_use(p->next_use_arg, n->fid, NULL);
+	c.heat = policy_heat(p, n, x->now);
+	c.pos = pos;
+	k = cand_key(p, x, &c);
+	if (x->ncand == CAND_MAX &&
+	    !outranks(k, &c, cand_key(p, x, &x->cand[CAND_MAX - 1]),
+		      &x->cand[CAND_MAX - 1]))
+		return;
+	i = x->ncand < CAND_MAX ? x->ncand++ : CAND_MAX - 1;
+	for (; i > 0 && outranks(k, &c, cand_key(p, x, &x->cand[i - 1]),
+				 &x->cand[i - 1]); i--)
+		x->cand[i] = x->cand[i - 1];
+	x->cand[i] = c;
+}
+
+struct cold_walk {
+	const struct policy *p;
+	const struct policy_node *in;
+	struct pick_ctx *x;
+	size_t pos;
+};
+
+static bool cold_visit(void *arg, struct policy_node *n)
+{
+	struct cold_walk *w = arg;
+
+	if (eligible(n, w->in))
+		offer(w->p, w->x, n, w->pos++);
+	return w->x->ncand < CAND_MAX;
+}
+
+/*
+ * By heat alone (no future, or every use NONE) the best CAND_MAX are the
+ * first eligible nodes of the heat heap (its order is heat, then the
+ * entry list's); by next use, or if the heap cannot be walked, every
+ * entry is looked at.
+ */
 static void rank_entries(const struct policy *p, const struct policy_node *in,
 			 struct pick_ctx *x)
 {
@@ -221,29 +311,17 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 	size_t pos = 0;
 
 	x->ncand = 0;
-	for (n = p->head.next; n != &p->head; n = n->next, pos++) {
-		struct cand c;
-		uint64_t k;
-		int i;
-
-		if (!eligible(n, in))
-			continue;
-		c.n = n;
-		c.use = x->future ? p->next_use(p->next_use_arg, n->fid, NULL) : 0;
-		c.heat = policy_heat(p, n, x->now);
-		c.pos = pos;
-		k = cand_key(p, x, &c);
-		if (x->ncand == CAND_MAX &&
-		    !outranks(k, &c, cand_key(p, x, &x->cand[CAND_MAX - 1]),
-			      &x->cand[CAND_MAX - 1]))
-			continue;
-		i = x->ncand < CAND_MAX ? x->ncand++ : CAND_MAX - 1;
-		for (; i > 0 && outranks(k, &c, cand_key(p, x, &x->cand[i - 1]),
-					 &x->cand[i - 1]); i--)
-			x->cand[i] = x->cand[i - 1];
-		x->cand[i] = c;
-	}
 	x->ranked = true;
+	if ((!x->future || x->blind) && !p->cold_lost) {
+		struct cold_walk w = { p, in, x, 0 };
+
+		if (!heatheap_walk(&p->cold, cold_visit, &w))
+			return;
+		x->ncand = 0;	/* too many ineligible on the way: scan */
+	}
+	for (n = p->head.next; n != &p->head; n = n->next, pos++)
+		if (eligible(n, in))
+			offer(p, x, n, pos);
 }
 
 /* the best candidate that may still give up bytes, or NULL */
@@ -375,8 +453,9 @@ static int choose(const struct policy *p, const struct policy_node *in,
 	x->now = now;
 	x->ranked = false;
 	x->future = p->next_use != NULL && pick == auto_pick;
+	x->blind = x->future && p->known && !p->known(p->next_use_arg);
 	x->in_use = NEXT_USE_NONE;
-	if (in && x->future) {
+	if (in && x->future && !x->blind) {
 		uint64_t after;
 
 		x->in_use = p->next_use(p->next_use_arg, in->fid, &after);
@@ -458,6 +537,7 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 	if (!p->ops)
 		return -EINVAL;
 	p->head.prev = p->head.next = &p->head;
+	heatheap_init(&p->cold);
 	p->half_life_s = half_life_s;
 	p->limit = limit;
 	p->chunk = MAX(chunk, 4096ULL);

@@ -271,7 +271,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
 	fetch_set_wanted(f, wanted, l);
-	cache_set_next_use(c, lists_next_use_bytes, l);
+	cache_set_next_use(c, lists_next_use_bytes, lists_known, l);
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
 	if (rc)

@@ -1305,7 +1305,9 @@ static void test_idle_list(void)
 	fake_ms = 1000;
 	lists_set_clock(l, fake_clock, NULL);
 	lists_set_idle(l, 10);
+	CHECK(!lists_known(l));			/* no list: no use known */
 	CHECK_INT(publish_range(l, "a", "# epoch 0\n", 0, 10, NULL), ==, 0);
+	CHECK(lists_known(l));
 	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 20, NULL), ==, 0);
 	fake_ms += 6000;
 	lists_note_open(l, F(0), true);
@@ -1323,9 +1325,14 @@ static void test_idle_list(void)
 	CHECK(strstr(text, "\nstate idle\n") != NULL);
 	CHECK(strstr(text, "\nidle_seconds 10\n") != NULL);
 	free(text);
+	CHECK(lists_known(l));			/* a is active */
+	fake_ms += 11000;
+	CHECK(!lists_known(l));			/* both idle */
+	CHECK_INT(lists_next_use(l, F(2)), ==, NEVER);
 	/* its reader is back */
 	lists_note_open(l, F(11), true);
 	CHECK_INT(IDLE(l, "b"), ==, 0);
+	CHECK(lists_known(l));
 	CHECK_INT(lists_next_use(l, F(12)), ==, 0);
 	/* an idle list may start over at a lower number (a new job) */
 	fake_ms += 20000;
