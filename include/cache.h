@@ -252,10 +252,9 @@ uint32_t cache_file_unverified(struct cache *c, uint64_t fid);
 int cache_pin(struct cache *c, uint64_t fid, bool pin);
 /* cache_evict_file() - drop @fid's cached bytes now; -EBUSY if in use */
 int cache_evict_file(struct cache *c, uint64_t fid);
-/* cache_set_next_use() - give the policy the future (lists.h); @fn and
- * @known (policy.h) run under the cache lock */
-void cache_set_next_use(struct cache *c, policy_next_use_fn fn,
-			policy_known_fn known, void *arg);
+/* cache_set_future() - give the policy the future (lists.h); its
+ * functions (policy.h) run under the cache lock */
+void cache_set_future(struct cache *c, const struct policy_future *f);
 /* cache_heat_each() - @fn for every file with heat, under the cache lock
  * (@fn must not call the cache); stops on != 0, which it returns */
 int cache_heat_each(struct cache *c,

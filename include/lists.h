@@ -191,7 +191,7 @@ bool lists_note_open(struct lists *l, uint64_t fid, bool ready);
 /*
  * lists_next_use() - files until @fid is read again (min over active
  * lists), UINT64_MAX if no active list reads it again.  @lists is a
- * struct lists (the signature of cache_set_next_use()).
+ * struct lists (the signature of policy_next_use_fn).
  */
 uint64_t lists_next_use(void *lists, uint64_t fid);
 /*
@@ -203,6 +203,13 @@ uint64_t lists_next_use(void *lists, uint64_t fid);
  * the chunk-level eviction compares (policy_next_use_fn).
  */
 uint64_t lists_next_use_bytes(void *lists, uint64_t fid, uint64_t *after);
+/*
+ * lists_next_use_many() - lists_next_use_bytes() of each of @fids into
+ * @uses (no after), under one taking of the lock and one clock reading
+ * (policy_next_uses_fn: an admission ranks every cached file)
+ */
+void lists_next_use_many(void *lists, const uint64_t *fids, uint64_t *uses,
+			 size_t n);
 /*
  * lists_known() - may any fid have a next use: is some list active with
  * an epoch (current or queued)?  If not, lists_next_use_bytes() is

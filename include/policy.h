@@ -124,6 +124,21 @@ typedef uint64_t (*policy_next_use_fn)(void *arg, uint64_t fid,
  * heat heap) without asking for each entry's next use.  Same lock rules.
  */
 typedef bool (*policy_known_fn)(void *arg);
+/* the next use of each of @fids into @uses (no after): one call for the
+ * ranking of every cached file.  Same lock rules. */
+typedef void (*policy_next_uses_fn)(void *arg, const uint64_t *fids,
+				    uint64_t *uses, size_t n);
+
+/* where next uses come from: @one is required, the others may be NULL
+ * (@many: @one per file; @known: always ask) */
+struct policy_future {
+	policy_next_use_fn one;
+	policy_next_uses_fn many;
+	policy_known_fn known;
+	void *arg;
+};
+
+struct rank_scratch;		/* policy.c: buffers of a ranking */
 
 struct policy {
 	const struct policy_ops *ops;
@@ -137,13 +152,12 @@ struct policy {
 	uint64_t used, reserved;	/* on disk; promised to writers */
 	uint64_t chunk;			/* bytes of a chunk on disk: the
 					 * unit of chunk eviction */
-	policy_next_use_fn next_use;	/* NULL: nothing known */
-	policy_known_fn known;		/* NULL: ask next_use */
-	void *next_use_arg;
+	struct policy_future fut;	/* fut.one NULL: nothing known */
+	struct rank_scratch *scratch;	/* NULL until the first ranking */
 };
 
 /* policy_init() - @name "lru", "heat" or "auto"; chunks of @chunk bytes
- * on disk (4 KiB blocks); -EINVAL if the name is unknown */
+ * on disk (4 KiB blocks); -EINVAL if the name is unknown, -ENOMEM */
 int policy_init(struct policy *p, const char *name, double half_life_s,
 		uint64_t limit, uint64_t chunk);
 void policy_release(struct policy *p);
@@ -161,10 +175,8 @@ void policy_add(struct policy *p, struct policy_node *n);
 void policy_del(struct policy *p, struct policy_node *n);
 /* policy_touch() - @n was opened at @now (heat, recency) */
 void policy_touch(struct policy *p, struct policy_node *n, int64_t now);
-/* policy_set_future() - where next uses come from (NULL: unknown), and
- * whether any is known now (@known NULL: always ask @fn) */
-void policy_set_future(struct policy *p, policy_next_use_fn fn,
-		       policy_known_fn known, void *arg);
+/* policy_set_future() - where next uses come from (NULL: unknown) */
+void policy_set_future(struct policy *p, const struct policy_future *f);
 
 /* policy_admit() - see policy_ops.admit */
 int policy_admit(const struct policy *p, const struct policy_node *in,

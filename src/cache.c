@@ -577,11 +577,10 @@ int cache_evict_file(struct cache *c, uint64_t fid)
 	return rc;
 }
 
-void cache_set_next_use(struct cache *c, policy_next_use_fn fn,
-			policy_known_fn known, void *arg)
+void cache_set_future(struct cache *c, const struct policy_future *f)
 {
 	pthread_mutex_lock(&c->lock);
-	policy_set_future(&c->pol, fn, known, arg);
+	policy_set_future(&c->pol, f);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1386,7 +1385,10 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	rc = policy_init(&c->pol, cf->evict, cf->heat_half_life_s,
 			 cf->cache_size, blocks(cf->chunk_size));
 	if (rc) {
-		fprintf(stderr, "fusefs: unknown eviction policy '%s'\n", cf->evict);
+		fprintf(stderr, rc == -EINVAL ?
+			"fusefs: unknown eviction policy '%s'\n" :
+			"fusefs: no memory for the eviction policy '%s'\n",
+			cf->evict);
 		goto out_free;
 	}
 	if (!c->dir) {

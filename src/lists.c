@@ -1092,50 +1092,86 @@ static const struct ent *ahead_now(const struct rlist *r, uint64_t fid)
 									NULL;
 }
 
+/* the first @want uses of @fid in (active) list @r into the two minima;
+ * each later use in @r is later than the ones before it */
+static void uses_in(const struct rlist *r, uint64_t fid, bool bytes,
+		    unsigned want, uint64_t *best, uint64_t *second)
+{
+	const struct epoch *e = r->cur;
+	const struct ent *x;
+	uint64_t base = 0;
+	unsigned found = 0, k;
+
+	if (e) {
+		uint32_t end = expected_end(r, e);
+
+		x = ahead_now(r, fid);
+		if (x) {
+			two_min(best, second, bytes ?
+				x->off - e->ents[e->low].off :
+				(uint64_t)(x->idx - e->low));
+			found++;
+		}
+		base = bytes ? bytes_from(e, e->low) - bytes_from(e, end) :
+			       remaining_expected(r, e);
+	}
+	for (k = 0; k < r->nq && found < want; k++) {
+		x = htab_get(&r->q[k]->by_fid, fid);
+		if (x) {
+			two_min(best, second, base + (bytes ? x->off : x->idx));
+			found++;
+		}
+		base += bytes ? r->q[k]->bytes : r->q[k]->n;
+	}
+}
+
+/* the lists not idle at @now into @act; their number */
+static unsigned active_lists(const struct lists *l, uint64_t now,
+			     const struct rlist **act)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < l->n; i++)
+		if (!is_idle(l, l->l[i], now))
+			act[n++] = l->l[i];
+	return n;
+}
+
 static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
 			 uint64_t *after)
 {
-	uint64_t best = UINT64_MAX, second = UINT64_MAX, now;
-	unsigned i, k;
+	uint64_t best = UINT64_MAX, second = UINT64_MAX;
+	const struct rlist *act[LISTS_MAX];
+	unsigned i, n;
 
 	pthread_mutex_lock(&l->lock);
-	now = l->now_ms(l->clock_arg);
-	for (i = 0; i < l->n; i++) {
-		struct rlist *r = l->l[i];
-		const struct epoch *e = r->cur;
-		const struct ent *x;
-		uint64_t base = 0;
-		unsigned found = 0;
-
-		if (is_idle(l, r, now))
-			continue;
-		if (e) {
-			uint32_t end = expected_end(r, e);
-
-			x = ahead_now(r, fid);
-			if (x) {
-				two_min(&best, &second, bytes ?
-					x->off - e->ents[e->low].off :
-					(uint64_t)(x->idx - e->low));
-				found++;
-			}
-			base = bytes ? bytes_from(e, e->low) - bytes_from(e, end) :
-				       remaining_expected(r, e);
-		}
-		for (k = 0; k < r->nq && found < 2; k++) {
-			x = htab_get(&r->q[k]->by_fid, fid);
-			if (x) {
-				two_min(&best, &second,
-					base + (bytes ? x->off : x->idx));
-				found++;
-			}
-			base += bytes ? r->q[k]->bytes : r->q[k]->n;
-		}
-	}
+	n = active_lists(l, l->now_ms(l->clock_arg), act);
+	for (i = 0; i < n; i++)
+		uses_in(act[i], fid, bytes, 2, &best, &second);
 	pthread_mutex_unlock(&l->lock);
 	if (after)
 		*after = second;
 	return best;
+}
+
+void lists_next_use_many(void *arg, const uint64_t *fids, uint64_t *uses,
+			 size_t nfids)
+{
+	struct lists *l = arg;
+	const struct rlist *act[LISTS_MAX];
+	unsigned i, n;
+	size_t j;
+
+	pthread_mutex_lock(&l->lock);
+	n = active_lists(l, l->now_ms(l->clock_arg), act);
+	for (j = 0; j < nfids; j++) {
+		uint64_t second = UINT64_MAX;
+
+		uses[j] = UINT64_MAX;
+		for (i = 0; i < n; i++)
+			uses_in(act[i], fids[j], true, 1, &uses[j], &second);
+	}
+	pthread_mutex_unlock(&l->lock);
 }
 
 bool lists_unread_now(struct lists *l, uint64_t fid)

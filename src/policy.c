@@ -8,6 +8,12 @@
 #include "compiler.h"
 #include "policy.h"
 
+struct rank_scratch {		/* see rank_many() */
+	struct policy_node **nodes;
+	uint64_t *fids, *uses;
+	size_t cap;
+};
+
 static uint64_t node_key(const void *item)
 {
 	return ((const struct policy_node *)item)->fid;
@@ -44,6 +50,12 @@ void policy_release(struct policy *p)
 		free(p->nodes.slot[i]);
 	htab_release(&p->nodes);
 	heatheap_release(&p->cold);
+	if (p->scratch) {
+		free(p->scratch->nodes);
+		free(p->scratch->fids);
+		free(p->scratch->uses);
+		free(p->scratch);
+	}
 }
 
 /* @n's heat as a key that orders nodes as their heat does at any time
@@ -141,12 +153,12 @@ void policy_touch(struct policy *p, struct policy_node *n, int64_t now)
 	}
 }
 
-void policy_set_future(struct policy *p, policy_next_use_fn fn,
-		       policy_known_fn known, void *arg)
+void policy_set_future(struct policy *p, const struct policy_future *f)
 {
-	p->next_use = fn;
-	p->known = known;
-	p->next_use_arg = arg;
+	if (f)
+		p->fut = *f;
+	else
+		memset(&p->fut, 0, sizeof(p->fut));
 }
 
 uint64_t policy_free(const struct policy *p)
@@ -257,17 +269,17 @@ static bool outranks(uint64_t ka, const struct cand *a, uint64_t kb,
 	return a->pos < b->pos;
 }
 
-/* offer @n (at @pos in the order walked) to the best CAND_MAX */
+/* offer @n (at @pos in the order walked, next used at @use) to the best
+ * CAND_MAX */
 static void offer(const struct policy *p, struct pick_ctx *x,
-		  struct policy_node *n, size_t pos)
+		  struct policy_node *n, size_t pos, uint64_t use)
 {
 	struct cand c;
 	uint64_t k;
 	int i;
 
 	c.n = n;
-	c.use = !x->future ? 0 : x->blind ? NEXT_USE_NONE :
-		p->next_use(p->next_use_arg, n->fid, NULL);
+	c.use = use;
 	c.heat = policy_heat(p, n, x->now);
 	c.pos = pos;
 	k = cand_key(p, x, &c);
@@ -293,9 +305,62 @@ static bool cold_visit(void *arg, struct policy_node *n)
 {
 	struct cold_walk *w = arg;
 
-	if (eligible(n, w->in))
-		offer(w->p, w->x, n, w->pos++);
+	if (eligible(n, w->in))	/* by heat: every use alike */
+		offer(w->p, w->x, n, w->pos++,
+		      w->x->future ? NEXT_USE_NONE : 0);
 	return w->x->ncand < CAND_MAX;
+}
+
+/* the policy's own buffers, changed under the caller's lock like the
+ * rest of it (admissions take the policy const: they change no state) */
+static int scratch_fit(struct rank_scratch *s, size_t n)
+{
+	size_t cap;
+
+	if (n <= s->cap)
+		return 0;
+	cap = MAX(n, 2 * s->cap);
+	free(s->nodes);
+	free(s->fids);
+	free(s->uses);
+	s->nodes = malloc(cap * sizeof(*s->nodes));
+	s->fids = malloc(cap * sizeof(*s->fids));
+	s->uses = malloc(cap * sizeof(*s->uses));
+	s->cap = s->nodes && s->fids && s->uses ? cap : 0;
+	return s->cap ? 0 : -ENOMEM;
+}
+
+/*
+ * Rank every eligible entry by next use, asking the future for all of
+ * them in one call (one lists lock, one clock reading).  0, or -ENOMEM
+ * (nothing offered: the caller asks one by one).  The entries with bytes
+ * are the heat heap's, so its size bounds the eligible ones.
+ */
+static int rank_many(const struct policy *p, const struct policy_node *in,
+		     struct pick_ctx *x)
+{
+	struct policy_node *n;
+	size_t k = 0, i, total = 0;
+
+	if (!p->cold_lost)		/* eligible ones have bytes: in it */
+		total = p->cold.n;
+	else
+		for (n = p->head.next; n != &p->head; n = n->next)
+			total += eligible(n, in);
+	if (scratch_fit(p->scratch, total))
+		return -ENOMEM;
+	for (n = p->head.next; n != &p->head; n = n->next) {
+		if (!eligible(n, in))
+			continue;
+		if (k == total)		/* cannot happen: never overrun */
+			return -E2BIG;
+		p->scratch->nodes[k] = n;
+		p->scratch->fids[k++] = n->fid;
+	}
+	p->fut.many(p->fut.arg, p->scratch->fids, p->scratch->uses, k);
+	for (i = 0; i < k; i++)
+		offer(p, x, p->scratch->nodes[i], i, p->scratch->uses[i]);
+	return 0;
 }
 
 /*
@@ -319,9 +384,13 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 			return;
 		x->ncand = 0;	/* too many ineligible on the way: scan */
 	}
+	if (x->future && !x->blind && p->fut.many && !rank_many(p, in, x))
+		return;
 	for (n = p->head.next; n != &p->head; n = n->next, pos++)
 		if (eligible(n, in))
-			offer(p, x, n, pos);
+			offer(p, x, n, pos, !x->future ? 0 : x->blind ?
+			      NEXT_USE_NONE : p->fut.one(p->fut.arg, n->fid,
+							 NULL));
 }
 
 /* the best candidate that may still give up bytes, or NULL */
@@ -452,13 +521,13 @@ static int choose(const struct policy *p, const struct policy_node *in,
 		return 0;
 	x->now = now;
 	x->ranked = false;
-	x->future = p->next_use != NULL && pick == auto_pick;
-	x->blind = x->future && p->known && !p->known(p->next_use_arg);
+	x->future = p->fut.one != NULL && pick == auto_pick;
+	x->blind = x->future && p->fut.known && !p->fut.known(p->fut.arg);
 	x->in_use = NEXT_USE_NONE;
 	if (in && x->future && !x->blind) {
 		uint64_t after;
 
-		x->in_use = p->next_use(p->next_use_arg, in->fid, &after);
+		x->in_use = p->fut.one(p->fut.arg, in->fid, &after);
 		if (kind == ADMIT_PREFETCH)
 			x->in_use = after;	/* kept past the coming read? */
 		if (x->in_use != NEXT_USE_NONE)
@@ -536,6 +605,9 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 			p->ops = &ops[i];
 	if (!p->ops)
 		return -EINVAL;
+	p->scratch = calloc(1, sizeof(*p->scratch));
+	if (!p->scratch)
+		return -ENOMEM;
 	p->head.prev = p->head.next = &p->head;
 	heatheap_init(&p->cold);
 	p->half_life_s = half_life_s;

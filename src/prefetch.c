@@ -271,7 +271,9 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
 	fetch_set_wanted(f, wanted, l);
-	cache_set_next_use(c, lists_next_use_bytes, lists_known, l);
+	cache_set_future(c, &(struct policy_future){
+		.one = lists_next_use_bytes, .many = lists_next_use_many,
+		.known = lists_known, .arg = l });
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
 	if (rc)

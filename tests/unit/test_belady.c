@@ -183,7 +183,7 @@ static uint64_t run(struct sim *s, const char *name, bool lists)
 
 	CHECK_INT(policy_init(&s->p, name, 1e9, CACHE_CHUNKS * K, K), ==, 0);
 	if (lists)
-		policy_set_future(&s->p, next_use, NULL, s);
+		policy_set_future(&s->p, &(struct policy_future){ .one = next_use, .arg = s });
 	for (e = 0; e < EPOCHS; e++) {
 		s->e = e;
 		for (s->i = 0; s->i < s->nfiles; s->i++)
@@ -241,7 +241,7 @@ static void a_reading_b_last(struct sim *s, uint64_t b_bytes,
 {
 	setup(s, 9, 3);
 	policy_init(&s->p, "auto", 60, 6 * K, K);
-	policy_set_future(&s->p, next_use, NULL, s);
+	policy_set_future(&s->p, &(struct policy_future){ .one = next_use, .arg = s });
 	*a = policy_node(&s->p, s->order[0][0]);
 	*b = policy_node(&s->p, s->order[0][2]);
 	*in = policy_node(&s->p, s->order[0][1]);
@@ -285,7 +285,7 @@ static void test_tail_first(void)
 	CHECK_INT(policy_admit(&s.p, other, K, ADMIT_DEMAND, &adm, 0), ==,
 		  -ENOSPC);
 	/* without a future the whole coldest file goes (heat) */
-	policy_set_future(&s.p, NULL, NULL, NULL);
+	policy_set_future(&s.p, NULL);
 	in->in_use = false;
 	CHECK_INT(policy_admit(&s.p, other, K, ADMIT_DEMAND, &adm, 0), ==, 1);
 	CHECK_INT(adm.take[0], ==, adm.victims[0]->cached);

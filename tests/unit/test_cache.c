@@ -409,7 +409,7 @@ static void test_tail_eviction_of_unverified_chunks(void)
 	env_stop(&e);
 	env_start(&e);
 	CHECK_INT(cache_unverified_total(e.cache), ==, 6);
-	cache_set_next_use(e.cache, last_needed, NULL, NULL);
+	cache_set_future(e.cache, &(struct policy_future){ .one = last_needed });
 	/* c needs room: b, needed last, gives up its last chunks */
 	ce = attach(&e, "c", NULL);
 	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);

@@ -5,7 +5,9 @@
  * victims by walking it chooses exactly what one that scans every entry
  * chooses, over random adds, touches, charges, deletions, pins and uses;
  * so does "auto" with lists that know no use (lists_known() false), whose
- * ranking is heat alone too.
+ * ranking is heat alone too; and "auto" with a future asked for every
+ * entry in one call (lists_next_use_many()) chooses what it chooses when
+ * asking one entry at a time.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -172,8 +174,32 @@ static bool nothing_known(void *arg)
 	return false;
 }
 
+/* a future that moves: some files unknown, the others by a hash shifted
+ * as time goes on, with ties (uses in steps of 64 KiB) */
+static int64_t moving_now;
+
+static uint64_t moving_use(void *arg, uint64_t fid, uint64_t *after)
+{
+	(void)arg;
+	if (after)
+		*after = NEXT_USE_NONE;
+	if (fid % 7 == 3)
+		return NEXT_USE_NONE;
+	return ((fid * 2654435761u + (uint64_t)moving_now) % 512) * 65536;
+}
+
+static void moving_many(void *arg, const uint64_t *fids, uint64_t *uses,
+			size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		uses[i] = moving_use(arg, fids[i], NULL);
+}
+
 /* @name "heat", or "auto" with a future that knows nothing: the fast one
- * is told so (nothing_known), the scanning one asks every entry */
+ * is told so (nothing_known), the scanning one asks every entry; or
+ * "auto+many": a moving future, asked at once or one by one */
 static void run_twin(unsigned seed, unsigned busy_cold, const char *name)
 {
 	static struct twin t;
@@ -183,11 +209,22 @@ static void run_twin(unsigned seed, unsigned busy_cold, const char *name)
 
 	/* a half-life that keeps every heat above 0 over the run's ~9e6 s
 	 * (one whose heat underflowed to 0 ties in a scan, not in the heap) */
-	CHECK_INT(policy_init(&t.fast, name, 1e6, 2000 * U, U), ==, 0);
-	CHECK_INT(policy_init(&t.scan, name, 1e6, 2000 * U, U), ==, 0);
-	if (!strcmp(name, "auto")) {
-		policy_set_future(&t.fast, none_use, nothing_known, NULL);
-		policy_set_future(&t.scan, none_use, NULL, NULL);
+	bool many = !strcmp(name, "auto+many");
+
+	CHECK_INT(policy_init(&t.fast, many ? "auto" : name, 1e6, 2000 * U, U),
+		  ==, 0);
+	CHECK_INT(policy_init(&t.scan, many ? "auto" : name, 1e6, 2000 * U, U),
+		  ==, 0);
+	if (many) {
+		policy_set_future(&t.fast, &(struct policy_future){
+			.one = moving_use, .many = moving_many });
+		policy_set_future(&t.scan,
+				  &(struct policy_future){ .one = moving_use });
+	} else if (!strcmp(name, "auto")) {
+		policy_set_future(&t.fast, &(struct policy_future){
+			.one = none_use, .known = nothing_known });
+		policy_set_future(&t.scan,
+				  &(struct policy_future){ .one = none_use });
 	}
 	t.scan.cold_lost = true;
 	srand(seed);
@@ -201,6 +238,7 @@ static void run_twin(unsigned seed, unsigned busy_cold, const char *name)
 
 		f = busy_cold + rand() % (FILES - busy_cold);
 		now += rand() % 4 == 0 ? rand() % 3600 : 0;
+		moving_now = now;
 		if (r < 30) {
 			BOTH(&t, f, policy_touch(p, n, now));
 		} else if (r < 55) {
@@ -238,6 +276,7 @@ static void test_same_victims_as_a_scan(void)
 {
 	run_twin(11, 0, "heat");
 	run_twin(14, 0, "auto");
+	run_twin(17, 0, "auto+many");
 }
 
 static void test_same_victims_past_open_files(void)

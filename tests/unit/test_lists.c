@@ -191,6 +191,21 @@ static void open_range(struct lists *l, unsigned from, unsigned to)
 		lists_note_open(l, F(i), true);
 }
 
+/* lists_next_use_many() gives what lists_next_use_bytes() gives, for
+ * F(0) .. F(@n - 1) and a fid no list holds */
+static void same_many(struct lists *l, unsigned n)
+{
+	uint64_t fids[201], uses[201];
+	unsigned i;
+
+	for (i = 0; i < n && i < 200; i++)
+		fids[i] = F(i);
+	fids[i] = LONG_FID + 7;
+	lists_next_use_many(l, fids, uses, i + 1);
+	for (n = i + 1, i = 0; i < n; i++)
+		CHECK_INT(uses[i], ==, lists_next_use_bytes(l, fids[i], NULL));
+}
+
 static void test_parse_good(void)
 {
 	struct lists *l = lists_create();
@@ -961,9 +976,11 @@ static void test_learned_stop(void)
 	CHECK_INT(value(l, "expected_end", "a"), ==, 90);
 	/* nothing queued: the tail has no known use, the window ends at it */
 	CHECK_INT(lists_next_use(l, F(95)), ==, NEVER);
+	same_many(l, 100);
 	CHECK_STR(window(l, 88, 8), "f88 f89");
 	CHECK_INT(publish_range(l, "a", "# epoch 2\n", 0, 100, NULL), ==, 0);
 	CHECK_INT(lists_next_use(l, F(95)), ==, 90 + 95);
+	same_many(l, 100);
 	CHECK_STR(window(l, 88, 4), "f88 f89 f0 f1");
 	/* the same fraction of another length */
 	CHECK_INT(publish_range(l, "a", "# epoch 1\n", 0, 50, NULL), ==, 0);
@@ -1230,6 +1247,7 @@ static void test_two_lists(void)
 	CHECK_INT(lists_next_use(l, F(1)), ==, 0);	/* rank 0 now */
 	CHECK_INT(lists_next_use(l, F(0)), ==, 8 + 0);	/* rank 1, next */
 	CHECK_INT(lists_next_use(l, F(10)), ==, 9 + 0);	/* rank 0, next */
+	same_many(l, 20);
 	CHECK_STR(window(l, 0, 4), "f1 f12 f2 f13");
 	open_range(l, 1, 4);
 	CHECK_INT(POS(l, "rank0"), ==, 4);
@@ -1241,6 +1259,7 @@ static void test_two_lists(void)
 	CHECK_INT(READ(l, "rank0"), ==, 4);
 	CHECK_INT(EPOCH(l, "rank1"), ==, 1);
 	CHECK_INT(POS(l, "rank1"), ==, 2);
+	same_many(l, 20);
 	text = text_of(l, NULL);
 	CHECK(strstr(text, "list_epoch{list=\"rank0\"} 0\n"
 		     "list_epoch{list=\"rank1\"} 1\n") != NULL);
@@ -1326,6 +1345,7 @@ static void test_idle_list(void)
 	CHECK(strstr(text, "\nidle_seconds 10\n") != NULL);
 	free(text);
 	CHECK(lists_known(l));			/* a is active */
+	same_many(l, 20);			/* b idle: a's uses alone */
 	fake_ms += 11000;
 	CHECK(!lists_known(l));			/* both idle */
 	CHECK_INT(lists_next_use(l, F(2)), ==, NEVER);

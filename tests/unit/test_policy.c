@@ -99,7 +99,7 @@ static double simulate(const char *name, bool lists, unsigned cap,
 	memset(resident, 0, sizeof(resident));
 	CHECK_INT(policy_init(&s.p, name, 1e9, cap * UNIT, UNIT), ==, 0);
 	if (lists)
-		policy_set_future(&s.p, next_use, NULL, NULL);
+		policy_set_future(&s.p, &(struct policy_future){ .one = next_use });
 	for (e = 0; e < EPOCHS; e++) {
 		s.measuring = e > 0;
 		for (i = 0; i < N; i++) {
@@ -191,7 +191,7 @@ static void test_dry_run(void)
 	unsigned f;
 
 	policy_init(&p, "auto", 60, 100 * UNIT, UNIT);
-	policy_set_future(&p, next_use, NULL, NULL);
+	policy_set_future(&p, &(struct policy_future){ .one = next_use });
 	cur_e = 0;
 	cur_i = 0;
 	for (f = 0; f < 100; f++) {	/* demand fills the cache */
