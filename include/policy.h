@@ -44,6 +44,11 @@
  *           "heat".
  * Pinned files and files in use are never offered as victims.
  *
+ * Cost: by heat (heat, and auto while the future knows nothing) the
+ * victims come from the heat heap in a few dozen visits; by next use
+ * every cached file is ranked, past POLICY_RANK_SAMPLE of them a random
+ * sample of that many (the victims are then the sample's furthest).
+ *
  * Units: bytes as the cache counts them (4 KiB blocks).  Invariant kept
  * by the cache: used + reserved <= limit once admitted reservations are
  * settled.
@@ -60,6 +65,13 @@
 #define NEXT_USE_NONE	UINT64_MAX
 #define HEAT_MARGIN	1.5
 #define POLICY_MAX_VICTIMS 64
+/*
+ * A ranking by next use (auto with lists) looks at every cached file up
+ * to this many; past it, at a random sample of this many (a victim among
+ * the furthest of the sample, not always the furthest of all: one pass
+ * per admission that must evict would otherwise cost O(cached files)).
+ */
+#define POLICY_RANK_SAMPLE	4096
 
 struct policy_node {		/* one per file ever accessed (heat) */
 	struct policy_node *prev, *next;	/* entries, lru order */
@@ -143,6 +155,8 @@ struct rank_scratch;		/* policy.c: buffers of a ranking */
 struct policy {
 	const struct policy_ops *ops;
 	struct policy_node head;	/* cache entries, lru order */
+	struct policy_node *fresh_end;	/* last never-accessed entry (the
+					 * front of the list), or NULL */
 	struct heatheap cold;		/* entries with bytes, coldest first */
 	bool cold_lost;			/* an insert failed: scan instead */
 	uint64_t seq;			/* links so far */
@@ -153,7 +167,8 @@ struct policy {
 	uint64_t chunk;			/* bytes of a chunk on disk: the
 					 * unit of chunk eviction */
 	struct policy_future fut;	/* fut.one NULL: nothing known */
-	struct rank_scratch *scratch;	/* NULL until the first ranking */
+	struct rank_scratch *scratch;	/* buffers of a ranking */
+	size_t rank_sample;		/* 0: rank every entry by use */
 };
 
 /* policy_init() - @name "lru", "heat" or "auto"; chunks of @chunk bytes

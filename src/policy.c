@@ -12,6 +12,7 @@ struct rank_scratch {		/* see rank_many() */
 	struct policy_node **nodes;
 	uint64_t *fids, *uses;
 	size_t cap;
+	uint64_t rng;		/* xorshift64 state of the samples */
 };
 
 static uint64_t node_key(const void *item)
@@ -94,8 +95,10 @@ static void cold_sync(struct policy *p, struct policy_node *n)
 		p->cold_lost = true;
 }
 
-static void list_unlink(struct policy_node *n)
+static void list_unlink(struct policy *p, struct policy_node *n)
 {
+	if (p->fresh_end == n)	/* the prefix of never-accessed ones */
+		p->fresh_end = n->prev != &p->head ? n->prev : NULL;
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
 	n->prev = n->next = n;
@@ -108,15 +111,21 @@ void policy_add(struct policy *p, struct policy_node *n)
 
 	if (linked(n))
 		return;
-	/* never accessed (prefetched) or older than all: the front, at once */
-	if (p->head.next != &p->head && n->last < p->head.next->last)
-		at = &p->head;
+	if (n->last <= 0) {
+		/* never accessed (prefetched): after the others like it, which
+		 * are the list's front (fresh_end: the last of them) */
+		at = p->fresh_end ? p->fresh_end : &p->head;
+	} else if (p->head.next != &p->head && n->last < p->head.next->last) {
+		at = &p->head;		/* older than all: the front, at once */
+	}
 	while (at != &p->head && at->last > n->last)
 		at = at->prev;
 	n->prev = at;
 	n->next = at->next;
 	at->next->prev = n;
 	at->next = n;
+	if (n->last <= 0 && (n->next == &p->head || n->next->last > 0))
+		p->fresh_end = n;
 	n->seq = ++p->seq;	/* among equal last, the list's order */
 	cold_sync(p, n);
 }
@@ -124,7 +133,7 @@ void policy_add(struct policy *p, struct policy_node *n)
 void policy_del(struct policy *p, struct policy_node *n)
 {
 	if (linked(n))
-		list_unlink(n);
+		list_unlink(p, n);
 	cold_sync(p, n);
 }
 
@@ -148,7 +157,7 @@ void policy_touch(struct policy *p, struct policy_node *n, int64_t now)
 	n->dirty = true;
 	n->prefetched = false;
 	if (linked(n)) {	/* move to the most recent end */
-		list_unlink(n);
+		list_unlink(p, n);
 		policy_add(p, n);	/* and to its new heat */
 	}
 }
@@ -330,33 +339,84 @@ static int scratch_fit(struct rank_scratch *s, size_t n)
 	return s->cap ? 0 : -ENOMEM;
 }
 
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static size_t gcd(size_t a, size_t b)
+{
+	while (b) {
+		size_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * p->rank_sample distinct entries with bytes, evenly spread at random
+ * over the heat heap's array (a random start and a random step prime to
+ * its size), the eligible ones into the scratch buffers; their number.
+ */
+static size_t gather_sample(const struct policy *p,
+			    const struct policy_node *in)
+{
+	struct rank_scratch *s = p->scratch;
+	size_t n = p->cold.n, at, step, i, k = 0;
+
+	at = xorshift(&s->rng) % n;
+	do
+		step = 1 + xorshift(&s->rng) % (n - 1);
+	while (gcd(step, n) != 1);
+	for (i = 0; i < p->rank_sample; i++, at = (at + step) % n) {
+		struct policy_node *x = p->cold.a[at];
+
+		if (eligible(x, in)) {
+			s->nodes[k] = x;
+			s->fids[k++] = x->fid;
+		}
+	}
+	return k;
+}
+
 /*
  * Rank every eligible entry by next use, asking the future for all of
- * them in one call (one lists lock, one clock reading).  0, or -ENOMEM
- * (nothing offered: the caller asks one by one).  The entries with bytes
- * are the heat heap's, so its size bounds the eligible ones.
+ * them in one call (one lists lock, one clock reading); with more than
+ * p->rank_sample entries with bytes, a random sample of that many.  0,
+ * or -ENOMEM (nothing offered: the caller asks one by one).  The entries
+ * with bytes are the heat heap's, so its size bounds the eligible ones.
  */
 static int rank_many(const struct policy *p, const struct policy_node *in,
 		     struct pick_ctx *x)
 {
 	struct policy_node *n;
 	size_t k = 0, i, total = 0;
+	bool sample = !p->cold_lost && p->rank_sample &&
+		      p->cold.n > p->rank_sample;
 
 	if (!p->cold_lost)		/* eligible ones have bytes: in it */
-		total = p->cold.n;
+		total = sample ? p->rank_sample : p->cold.n;
 	else
 		for (n = p->head.next; n != &p->head; n = n->next)
 			total += eligible(n, in);
 	if (scratch_fit(p->scratch, total))
 		return -ENOMEM;
-	for (n = p->head.next; n != &p->head; n = n->next) {
-		if (!eligible(n, in))
-			continue;
-		if (k == total)		/* cannot happen: never overrun */
-			return -E2BIG;
-		p->scratch->nodes[k] = n;
-		p->scratch->fids[k++] = n->fid;
-	}
+	if (sample)
+		k = gather_sample(p, in);
+	else
+		for (n = p->head.next; n != &p->head; n = n->next) {
+			if (!eligible(n, in))
+				continue;
+			if (k == total)	/* cannot happen: never overrun */
+				return -E2BIG;
+			p->scratch->nodes[k] = n;
+			p->scratch->fids[k++] = n->fid;
+		}
 	p->fut.many(p->fut.arg, p->scratch->fids, p->scratch->uses, k);
 	for (i = 0; i < k; i++)
 		offer(p, x, p->scratch->nodes[i], i, p->scratch->uses[i]);
@@ -608,6 +668,8 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 	p->scratch = calloc(1, sizeof(*p->scratch));
 	if (!p->scratch)
 		return -ENOMEM;
+	p->scratch->rng = 0x9e3779b97f4a7c15ULL;	/* fixed: reproducible */
+	p->rank_sample = POLICY_RANK_SAMPLE;
 	p->head.prev = p->head.next = &p->head;
 	heatheap_init(&p->cold);
 	p->half_life_s = half_life_s;

@@ -138,6 +138,17 @@ static struct policy_node *node_in(struct policy *p, unsigned f)
 		}						\
 	} while (0)
 
+/* the entry list is in (last, seq) order: the heap's tie order, and the
+ * never-accessed entries (last 0) first, in the order they came */
+static void check_list_order(const struct policy *p)
+{
+	const struct policy_node *n;
+
+	for (n = p->head.next; n->next != &p->head; n = n->next)
+		CHECK(n->last < n->next->last ||
+		      (n->last == n->next->last && n->seq < n->next->seq));
+}
+
 static void compare_admit(struct twin *t, int in, uint64_t bytes,
 			  enum admit_kind kind, int64_t now, int *victims)
 {
@@ -257,6 +268,8 @@ static void run_twin(unsigned seed, unsigned busy_cold, const char *name)
 			bool use = rand() % 3 == 0;
 
 			BOTH(&t, f, n->in_use = use);
+		} else if (r < 73) {
+			check_list_order(&t.fast);
 		} else {
 			int in = rand() % 4 ? (int)f : -1;
 			uint64_t bytes = (1 + rand() % 40) * U;
