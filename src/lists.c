@@ -1201,15 +1201,14 @@ uint64_t lists_next_use_bytes(void *arg, uint64_t fid, uint64_t *after)
 bool lists_known(void *arg)
 {
 	struct lists *l = arg;
+	const struct rlist *act[LISTS_MAX];
 	bool known = false;
-	uint64_t now;
-	unsigned i;
+	unsigned i, n;
 
 	pthread_mutex_lock(&l->lock);
-	now = l->now_ms(l->clock_arg);
-	for (i = 0; i < l->n && !known; i++)
-		known = !is_idle(l, l->l[i], now) &&
-			(l->l[i]->cur || l->l[i]->nq);
+	n = active_lists(l, l->now_ms(l->clock_arg), act);
+	for (i = 0; i < n && !known; i++)
+		known = act[i]->cur || act[i]->nq;
 	pthread_mutex_unlock(&l->lock);
 	return known;
 }

@@ -72,25 +72,26 @@ static double heat_key(const struct policy *p, const struct policy_node *n)
 
 /*
  * Keep @n in the heat heap exactly while it is an entry with bytes, at
- * its current key.  A failed insert leaves the heap short: victims are
- * then found by scanning the entries (cold_lost) until the end.
+ * its current key (@moved: it was just linked, so its last and seq are
+ * new; otherwise only its bytes changed).  A failed insert leaves the
+ * heap short: victims are then found by scanning the entries (cold_lost)
+ * until the end.
  */
-static void cold_sync(struct policy *p, struct policy_node *n)
+static void cold_sync(struct policy *p, struct policy_node *n, bool moved)
 {
-	bool want = linked(n) && n->cached > 0;
-	double key = heat_key(p, n);
-
-	if (!want) {
+	if (!linked(n) || !n->cached) {
 		if (heatheap_in(n))
 			heatheap_remove(&p->cold, n);
 		return;
 	}
 	if (heatheap_in(n)) {
-		n->hkey = key;
-		heatheap_update(&p->cold, n);
+		if (moved) {
+			n->hkey = heat_key(p, n);
+			heatheap_update(&p->cold, n);
+		}
 		return;
 	}
-	n->hkey = key;
+	n->hkey = heat_key(p, n);
 	if (heatheap_insert(&p->cold, n))
 		p->cold_lost = true;
 }
@@ -127,14 +128,14 @@ void policy_add(struct policy *p, struct policy_node *n)
 	if (n->last <= 0 && (n->next == &p->head || n->next->last > 0))
 		p->fresh_end = n;
 	n->seq = ++p->seq;	/* among equal last, the list's order */
-	cold_sync(p, n);
+	cold_sync(p, n, true);
 }
 
 void policy_del(struct policy *p, struct policy_node *n)
 {
 	if (linked(n))
 		list_unlink(p, n);
-	cold_sync(p, n);
+	cold_sync(p, n, false);
 }
 
 double policy_heat(const struct policy *p, const struct policy_node *n,
@@ -183,7 +184,7 @@ void policy_charge(struct policy *p, struct policy_node *n, int64_t delta)
 	if (!n)
 		return;
 	n->cached += delta;
-	cold_sync(p, n);
+	cold_sync(p, n, false);
 }
 
 void policy_reserve(struct policy *p, uint64_t bytes)
