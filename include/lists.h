@@ -84,6 +84,7 @@
 #define LIST_EPOCH_MAX		((int64_t)1 << 62)
 #define LIST_NO_EPOCH		((int64_t)-1)	/* "no number" in reports, status */
 #define LISTS_WINDOW_DEFAULT	1024	/* out-of-order window, files */
+#define LISTS_READS		4096	/* reads remembered (lists_reads()) */
 #define LISTS_IDLE_DEFAULT	300	/* seconds without opens: idle */
 
 /* reasons a line is rejected; counted in struct list_report */
@@ -216,6 +217,36 @@ void lists_next_use_many(void *lists, const uint64_t *fids, uint64_t *uses,
  * UINT64_MAX for every fid (policy_known_fn).
  */
 bool lists_known(void *lists);
+
+/*
+ * The next uses incrementally, for a ranking that keeps cached files
+ * ordered by them (policy.h, struct policy_future: sync, where, reads).
+ * A use is a key on the timeline of one list (its slot, 0..LISTS_MAX-1):
+ * the bytes of the list's current epoch before the file's entry, or for
+ * a queued epoch the bytes up to the current epoch's expected end plus
+ * those of the epochs queued before it plus the file's offset there.
+ * The reader's position (the origin: bytes before low) only grows, so
+ * next use = key - origin stays exact as the reader advances.  A key
+ * changes otherwise only when the file is read this epoch (it then takes
+ * its use from the queued epoch: lists_reads() names it) or when the
+ * whole timeline does (a publish, a begin, an epoch advanced to, a jump,
+ * the expected end moved, a setting: the generation changes).
+ *
+ * lists_sync() - the generation, the active lists (bit per slot), each
+ * slot's origin and the number of reads so far (policy_sync_fn).
+ * lists_where() - the slot and key of @fid's soonest use over the active
+ * lists: 1, 0 if none, -ESTALE if the generation is no more @gen
+ * (policy_where_fn).
+ * lists_reads() - the fids of reads number @from to @to (exclusive) into
+ * @fids: their number, -1 if more than @max or no longer all remembered
+ * (the last LISTS_READS are; policy_reads_fn).
+ */
+struct future_sync;
+void lists_sync(void *lists, struct future_sync *s);
+int lists_where(void *lists, uint64_t fid, uint64_t gen, unsigned *slot,
+		uint64_t *key);
+long lists_reads(void *lists, uint64_t from, uint64_t to, uint64_t *fids,
+		 size_t max);
 
 /*
  * lists_unread_now() - is @fid still to be read in the current epoch of

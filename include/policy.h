@@ -45,9 +45,22 @@
  * Pinned files and files in use are never offered as victims.
  *
  * Cost: by heat (heat, and auto while the future knows nothing) the
- * victims come from the heat heap in a few dozen visits; by next use
- * every cached file is ranked, past POLICY_RANK_SAMPLE of them a random
- * sample of that many (the victims are then the sample's furthest).
+ * victims come from the heat heap in a few dozen visits.  By next use,
+ * with a future that gives sync/where/reads (the lists), they come from
+ * the use heaps (useheap.h): a file's use is asked again only when it
+ * reaches the top, when it was read, or after the future's generation
+ * changed (then each file once, as it comes up), so a choice costs a few
+ * look-ups.  Otherwise (or when the heaps give up: more than 1,024 open
+ * or pinned files on top, a generation changing under the choice) every
+ * cached file is ranked, past POLICY_RANK_SAMPLE of them a random sample
+ * of that many (the victims are then the sample's furthest).  "lru" keeps
+ * its entry list sorted by last access (a re-cached file walks back to
+ * its place); the others keep link order, O(1), and break ties by last
+ * access, then link order (seq), without the list.
+ *
+ * An admission changes nothing the caller can see, but it refines the
+ * use heaps (keys asked again, nodes re-placed) and uses scratch buffers:
+ * it runs under the same lock as everything else.
  *
  * Units: bytes as the cache counts them (4 KiB blocks).  Invariant kept
  * by the cache: used + reserved <= limit once admitted reservations are
@@ -60,6 +73,7 @@
 #include <stdint.h>
 
 #include "heatheap.h"
+#include "useheap.h"
 #include "htab.h"
 
 #define NEXT_USE_NONE	UINT64_MAX
@@ -91,6 +105,10 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	double hkey;		/* heat as a timeless key (heatheap.h) */
 	uint64_t seq;		/* when linked: order among equal last */
 	size_t hpos;		/* place in the heat heap + 1; 0: out */
+	size_t upos;		/* place in its use heap + 1; 0: out */
+	unsigned uslot;		/* that heap (useheap.h) */
+	uint64_t ukey;		/* its use there: key of its first byte */
+	uint64_t utail;		/* ... and of its last cached chunk */
 };
 
 enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
@@ -141,12 +159,46 @@ typedef bool (*policy_known_fn)(void *arg);
 typedef void (*policy_next_uses_fn)(void *arg, const uint64_t *fids,
 				    uint64_t *uses, size_t n);
 
+/*
+ * Ranking incrementally (optional: @sync, @where and @reads together).
+ * A use is a key on the timeline of a slot (a reader: lists.h says what
+ * the lists make of it) whose origin only grows, so that next use =
+ * key - origin[slot] stays exact while only the origins move; a file's
+ * key moves otherwise only when it is read (@reads names it) or when the
+ * generation changes.  The policy keeps its cached files in a heap per
+ * slot by key (useheap.h) and re-checks a file with @where only when it
+ * reaches the top: a key known to it is never below the true one, so the
+ * first top whose key @where confirms is the furthest (lazy evaluation).
+ * Same lock rules as @one.
+ */
+#define POLICY_FUTURE_SLOTS	64
+
+struct future_sync {
+	uint64_t gen;		/* changes when keys may move but by reads */
+	uint64_t active;	/* bit per slot: the slots that count */
+	uint64_t reads;		/* reads so far (see policy_reads_fn) */
+	uint64_t origin[POLICY_FUTURE_SLOTS];
+};
+typedef void (*policy_sync_fn)(void *arg, struct future_sync *s);
+/* @fid's soonest use: 1 and its slot and key, 0 if none, -ESTALE if the
+ * generation is no more @gen */
+typedef int (*policy_where_fn)(void *arg, uint64_t fid, uint64_t gen,
+			       unsigned *slot, uint64_t *key);
+/* the fids of reads @from..@to-1 into @fids: their number, or -1 if more
+ * than @max or no longer known */
+typedef long (*policy_reads_fn)(void *arg, uint64_t from, uint64_t to,
+				uint64_t *fids, size_t max);
+
 /* where next uses come from: @one is required, the others may be NULL
- * (@many: @one per file; @known: always ask) */
+ * (@many: @one per file; @known: always ask; @sync/@where/@reads: rank
+ * every cached file, or a sample of them, at each admission) */
 struct policy_future {
 	policy_next_use_fn one;
 	policy_next_uses_fn many;
 	policy_known_fn known;
+	policy_sync_fn sync;
+	policy_where_fn where;
+	policy_reads_fn reads;
 	void *arg;
 };
 
@@ -154,9 +206,11 @@ struct rank_scratch;		/* policy.c: buffers of a ranking */
 
 struct policy {
 	const struct policy_ops *ops;
-	struct policy_node head;	/* cache entries, lru order */
-	struct policy_node *fresh_end;	/* last never-accessed entry (the
-					 * front of the list), or NULL */
+	struct policy_node head;	/* cache entries: lru order if
+					 * sorted, else link order */
+	bool sorted;			/* "lru": by last access */
+	struct policy_node *fresh_end;	/* sorted: last never-accessed
+					 * entry (the list's front), or NULL */
 	struct heatheap cold;		/* entries with bytes, coldest first */
 	bool cold_lost;			/* an insert failed: scan instead */
 	uint64_t seq;			/* links so far */
@@ -168,6 +222,8 @@ struct policy {
 					 * unit of chunk eviction */
 	struct policy_future fut;	/* fut.one NULL: nothing known */
 	struct rank_scratch *scratch;	/* buffers of a ranking */
+	struct useheap *uses;		/* entries with bytes by next use
+					 * (fut.where), or NULL */
 	size_t rank_sample;		/* 0: rank every entry by use */
 };
 

@@ -11,6 +11,7 @@
 #include "htab.h"
 #include "lists.h"
 #include "pathmap.h"
+#include "policy.h"
 
 struct ent {
 	uint64_t fid;
@@ -54,10 +55,15 @@ struct rlist {
 	struct list_report last_report;
 };
 
+_Static_assert(LISTS_MAX <= POLICY_FUTURE_SLOTS, "a slot per list");
+
 struct lists {
 	pthread_mutex_t lock;
 	struct rlist *l[LISTS_MAX];
 	unsigned n;
+	uint64_t gen;		/* see lists_sync() */
+	uint64_t nreads;	/* files marked read, ever */
+	uint64_t reads[LISTS_READS];	/* the latest of them, by nreads */
 	unsigned window;	/* out-of-order window, files */
 	uint64_t idle_ms;	/* 0: never idle */
 	lists_clock_fn now_ms;
@@ -127,6 +133,7 @@ void lists_set_idle(struct lists *l, unsigned seconds)
 {
 	pthread_mutex_lock(&l->lock);
 	l->idle_ms = seconds * 1000ULL;
+	l->gen++;
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -134,6 +141,7 @@ void lists_set_window(struct lists *l, unsigned files)
 {
 	pthread_mutex_lock(&l->lock);
 	l->window = MAX(files, 1U);
+	l->gen++;
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -142,6 +150,7 @@ void lists_set_clock(struct lists *l, lists_clock_fn now_ms, void *arg)
 	pthread_mutex_lock(&l->lock);
 	l->now_ms = now_ms ? now_ms : mono_ms;
 	l->clock_arg = arg;
+	l->gen++;
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -898,6 +907,7 @@ out_refused:
 	}
 	r->active_ms = now;
 	rep->current = r->cur ? r->cur->no : LIST_NO_EPOCH;
+	l->gen++;		/* any use may have moved */
 	return rc;
 }
 
@@ -967,19 +977,35 @@ int lists_begin(struct lists *l, const char *name, int64_t epoch,
 
 /* ---- the reader ---- */
 
+/* @fid's uses moved later (read this epoch): for lists_reads() */
+static void note_read(struct lists *l, uint64_t fid)
+{
+	l->reads[l->nreads++ % LISTS_READS] = fid;
+}
+
 /* an open of @x in the current epoch of @r, in order or a jump */
-static void open_current(const struct lists *l, struct rlist *r,
+static void open_current(struct lists *l, struct rlist *r,
 			 const struct ent *x, bool ready)
 {
-	if (unread_ahead(r->cur, x))
-		mark_read(l, r->cur, x->idx, ready);
-	if (r->nstrag && r->cur->high > ooo_window(l, r->cur))
+	struct epoch *e = r->cur;
+
+	if (unread_ahead(e, x)) {
+		uint32_t end = expected_end(r, e);
+
+		if (x->idx >= e->low + ooo_window(l, e))
+			l->gen++;	/* a jump: the files passed move */
+		mark_read(l, e, x->idx, ready);
+		if (expected_end(r, e) != end)
+			l->gen++;	/* the queued epochs' uses move */
+		note_read(l, x->fid);
+	}
+	if (r->nstrag && e->high > ooo_window(l, e))
 		drop_stragglers(r);	/* a window into the new epoch */
 }
 
 /* does @r expect @fid now: a straggler, an open in order, a repeat;
  * *@moved is set unless it is a repeat (nothing read for the first time) */
-static bool expected(const struct lists *l, struct rlist *r, uint64_t fid,
+static bool expected(struct lists *l, struct rlist *r, uint64_t fid,
 		     bool ready, bool *moved)
 {
 	struct epoch *e = r->cur;
@@ -1016,10 +1042,11 @@ static bool queued_head(const struct lists *l, const struct rlist *r,
 }
 
 /* the reader of @r started its next epoch with @fid */
-static void open_advancing(const struct lists *l, struct rlist *r,
+static void open_advancing(struct lists *l, struct rlist *r,
 			   uint64_t fid, bool ready)
 {
 	advance(r, true);
+	l->gen++;
 	open_current(l, r, htab_get(&r->cur->by_fid, fid), ready);
 }
 
@@ -1211,6 +1238,85 @@ bool lists_known(void *arg)
 		known = act[i]->cur || act[i]->nq;
 	pthread_mutex_unlock(&l->lock);
 	return known;
+}
+
+/* ---- the same, incrementally (policy_future: sync, where, reads) ---- */
+
+/* bytes of @r's current epoch before its low: where its keys count from */
+static uint64_t origin(const struct rlist *r)
+{
+	const struct epoch *e = r->cur;
+
+	return e ? e->bytes - bytes_from(e, e->low) : 0;
+}
+
+void lists_sync(void *arg, struct future_sync *s)
+{
+	struct lists *l = arg;
+	uint64_t now;
+	unsigned i;
+
+	pthread_mutex_lock(&l->lock);
+	now = l->now_ms(l->clock_arg);
+	s->gen = l->gen;
+	s->reads = l->nreads;
+	s->active = 0;
+	for (i = 0; i < l->n; i++) {
+		s->origin[i] = origin(l->l[i]);
+		if (!is_idle(l, l->l[i], now))
+			s->active |= 1ULL << i;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+int lists_where(void *arg, uint64_t fid, uint64_t gen, unsigned *slot,
+		uint64_t *key)
+{
+	struct lists *l = arg;
+	uint64_t now, best = UINT64_MAX;
+	unsigned i;
+	int rc = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->gen != gen) {
+		rc = -ESTALE;
+		goto out;
+	}
+	now = l->now_ms(l->clock_arg);
+	for (i = 0; i < l->n; i++) {
+		uint64_t use = UINT64_MAX, second = UINT64_MAX;
+
+		if (is_idle(l, l->l[i], now))
+			continue;
+		uses_in(l->l[i], fid, true, 1, &use, &second);
+		if (use < best) {
+			best = use;
+			*slot = i;
+			*key = use + origin(l->l[i]);
+			rc = 1;
+		}
+	}
+out:
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+long lists_reads(void *arg, uint64_t from, uint64_t to, uint64_t *fids,
+		 size_t max)
+{
+	struct lists *l = arg;
+	long n = -1;
+	uint64_t k;
+
+	pthread_mutex_lock(&l->lock);
+	if (from <= to && to <= l->nreads && to - from <= max &&
+	    l->nreads - from <= LISTS_READS) {
+		for (k = from; k < to; k++)
+			fids[k - from] = l->reads[k % LISTS_READS];
+		n = (long)(to - from);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return n;
 }
 
 /* ---- walking ahead of a reader ---- */

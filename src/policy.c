@@ -8,11 +8,24 @@
 #include "compiler.h"
 #include "policy.h"
 
+/* nodes taken out of the use heaps in one admission, at most: the
+ * ineligible ones on the way (then the ranking falls back to a pass) and
+ * the candidates */
+#define USE_ASIDE_MAX	1024
+#define USE_READS_MAX	4096	/* reads caught up with at once */
+
 struct rank_scratch {		/* see rank_many() */
 	struct policy_node **nodes;
 	uint64_t *fids, *uses;
 	size_t cap;
 	uint64_t rng;		/* xorshift64 state of the samples */
+	/* ranking by the use heaps (use_sync(), use_next()) */
+	struct policy_node **aside;	/* out of the heaps for now */
+	size_t naside;
+	uint64_t *rfids;	/* USE_READS_MAX */
+	struct future_sync now;	/* the future at this admission */
+	bool synced;		/* the heaps' keys are those of: */
+	uint64_t gen, active, reads;
 };
 
 static uint64_t node_key(const void *item)
@@ -43,6 +56,18 @@ static bool linked(const struct policy_node *n)
 	return n->next != n;
 }
 
+static void use_free(struct policy *p)
+{
+	if (p->uses)
+		useheap_release(p->uses);
+	free(p->uses);
+	p->uses = NULL;
+	free(p->scratch->aside);
+	free(p->scratch->rfids);
+	p->scratch->aside = NULL;
+	p->scratch->rfids = NULL;
+}
+
 void policy_release(struct policy *p)
 {
 	size_t i;
@@ -52,6 +77,7 @@ void policy_release(struct policy *p)
 	htab_release(&p->nodes);
 	heatheap_release(&p->cold);
 	if (p->scratch) {
+		use_free(p);
 		free(p->scratch->nodes);
 		free(p->scratch->fids);
 		free(p->scratch->uses);
@@ -96,6 +122,60 @@ static void cold_sync(struct policy *p, struct policy_node *n, bool moved)
 		p->cold_lost = true;
 }
 
+/* bytes of the last chunk of @have bytes cached from a file's start */
+static uint64_t last_chunk(const struct policy *p, uint64_t have)
+{
+	return have % p->chunk ? have % p->chunk : MIN(have, p->chunk);
+}
+
+/* heap @n's slot's key of its last cached chunk */
+static void use_tail(const struct policy *p, struct policy_node *n)
+{
+	n->utail = n->ukey + n->cached - last_chunk(p, n->cached);
+}
+
+/* put @n (out) back into its use heap; false if that failed */
+static bool use_put(const struct policy *p, struct policy_node *n)
+{
+	if (useheap_insert(p->uses, n))
+		p->uses->lost = true;
+	return !p->uses->lost;
+}
+
+/*
+ * Keep @n in the use heaps exactly while it is an entry with bytes: a
+ * newcomer goes to USEHEAP_NONE (its use is asked when it comes up), a
+ * node whose bytes changed is re-placed by its new tail.
+ */
+static void use_track(struct policy *p, struct policy_node *n, bool moved)
+{
+	uint64_t was = n->utail;
+
+	if (!p->uses || p->uses->lost)
+		return;
+	if (!linked(n) || !n->cached) {
+		if (useheap_in(n))
+			useheap_remove(p->uses, n);
+		return;
+	}
+	if (!useheap_in(n)) {
+		n->uslot = USEHEAP_NONE;
+		use_put(p, n);
+		return;
+	}
+	if (n->uslot != USEHEAP_NONE)
+		use_tail(p, n);
+	if (moved || n->utail != was)
+		useheap_update(p->uses, n);
+}
+
+/* both indexes of the entries with bytes: heat and next use */
+static void index_sync(struct policy *p, struct policy_node *n, bool moved)
+{
+	cold_sync(p, n, moved);
+	use_track(p, n, moved);
+}
+
 static void list_unlink(struct policy *p, struct policy_node *n)
 {
 	if (p->fresh_end == n)	/* the prefix of never-accessed ones */
@@ -105,13 +185,21 @@ static void list_unlink(struct policy *p, struct policy_node *n)
 	n->prev = n->next = n;
 }
 
-/* keep the list sorted by last access (loaded entries arrive unordered) */
+/*
+ * "lru": keep the list sorted by last access (loaded and re-cached
+ * entries arrive with older ones).  The others only need link order (a
+ * choice's ties go by last access, then seq): the end, in O(1).
+ */
 void policy_add(struct policy *p, struct policy_node *n)
 {
 	struct policy_node *at = p->head.prev;
 
 	if (linked(n))
 		return;
+	if (!p->sorted) {
+		at = p->head.prev;
+		goto link;
+	}
 	if (n->last <= 0) {
 		/* never accessed (prefetched): after the others like it, which
 		 * are the list's front (fresh_end: the last of them) */
@@ -121,21 +209,23 @@ void policy_add(struct policy *p, struct policy_node *n)
 	}
 	while (at != &p->head && at->last > n->last)
 		at = at->prev;
+link:
 	n->prev = at;
 	n->next = at->next;
 	at->next->prev = n;
 	at->next = n;
-	if (n->last <= 0 && (n->next == &p->head || n->next->last > 0))
+	if (p->sorted && n->last <= 0 &&
+	    (n->next == &p->head || n->next->last > 0))
 		p->fresh_end = n;
 	n->seq = ++p->seq;	/* among equal last, the list's order */
-	cold_sync(p, n, true);
+	index_sync(p, n, true);
 }
 
 void policy_del(struct policy *p, struct policy_node *n)
 {
 	if (linked(n))
 		list_unlink(p, n);
-	cold_sync(p, n, false);
+	index_sync(p, n, false);
 }
 
 double policy_heat(const struct policy *p, const struct policy_node *n,
@@ -163,12 +253,39 @@ void policy_touch(struct policy *p, struct policy_node *n, int64_t now)
 	}
 }
 
+/* the use heaps, with every entry with bytes in USEHEAP_NONE; or none */
+static void use_start(struct policy *p)
+{
+	struct rank_scratch *s = p->scratch;
+	struct policy_node *n;
+
+	s->synced = false;
+	if (!p->fut.sync || !p->fut.where || !p->fut.reads) {
+		use_free(p);
+		return;
+	}
+	if (p->uses)
+		return;
+	p->uses = calloc(1, sizeof(*p->uses));
+	s->aside = malloc((USE_ASIDE_MAX + POLICY_MAX_VICTIMS + 1) *
+			  sizeof(*s->aside));
+	s->rfids = malloc(USE_READS_MAX * sizeof(*s->rfids));
+	if (!p->uses || !s->aside || !s->rfids) {
+		use_free(p);
+		return;
+	}
+	useheap_init(p->uses);
+	for (n = p->head.next; n != &p->head; n = n->next)
+		use_track(p, n, false);
+}
+
 void policy_set_future(struct policy *p, const struct policy_future *f)
 {
 	if (f)
 		p->fut = *f;
 	else
 		memset(&p->fut, 0, sizeof(p->fut));
+	use_start(p);
 }
 
 uint64_t policy_free(const struct policy *p)
@@ -184,7 +301,7 @@ void policy_charge(struct policy *p, struct policy_node *n, int64_t delta)
 	if (!n)
 		return;
 	n->cached += delta;
-	cold_sync(p, n, false);
+	index_sync(p, n, false);
 }
 
 void policy_reserve(struct policy *p, uint64_t bytes)
@@ -225,7 +342,6 @@ struct cand {
 	struct policy_node *n;
 	uint64_t use;		/* next use of its first byte (auto) */
 	double heat;
-	size_t pos;		/* place in the entry list: ties go to the first */
 };
 
 struct pick_ctx {
@@ -233,6 +349,9 @@ struct pick_ctx {
 	bool ranked;		/* cands filled (at the first pick) */
 	bool future;		/* rank by next use (auto with lists) */
 	bool blind;		/* future, but no use known: all NONE */
+	bool lazy;		/* cands come from the use heaps on demand */
+	bool eager;		/* ... not (it failed in this admission) */
+	size_t budget;		/* re-placements left before giving up */
 	uint64_t in_use;	/* auto: when @in's next chunk is needed */
 	int ncand;
 	struct cand cand[CAND_MAX];
@@ -246,9 +365,7 @@ struct pick_ctx {
  */
 static uint64_t tail_len(const struct policy *p, const struct policy_node *n)
 {
-	uint64_t have = n->cached - n->taking;
-
-	return have % p->chunk ? have % p->chunk : MIN(have, p->chunk);
+	return last_chunk(p, n->cached - n->taking);
 }
 
 /* where the last cached chunk of @n (less what is chosen) is next used */
@@ -276,13 +393,15 @@ static bool outranks(uint64_t ka, const struct cand *a, uint64_t kb,
 		return ka > kb;
 	if (a->heat != b->heat)
 		return a->heat < b->heat;
-	return a->pos < b->pos;
+	if (a->n->last != b->n->last)		/* the heat heap's ties */
+		return a->n->last < b->n->last;
+	return a->n->seq < b->n->seq;
 }
 
-/* offer @n (at @pos in the order walked, next used at @use) to the best
+/* offer @n (next used at @use) to the best
  * CAND_MAX */
 static void offer(const struct policy *p, struct pick_ctx *x,
-		  struct policy_node *n, size_t pos, uint64_t use)
+		  struct policy_node *n, uint64_t use)
 {
 	struct cand c;
 	uint64_t k;
@@ -291,7 +410,6 @@ static void offer(const struct policy *p, struct pick_ctx *x,
 	c.n = n;
 	c.use = use;
 	c.heat = policy_heat(p, n, x->now);
-	c.pos = pos;
 	k = cand_key(p, x, &c);
 	if (x->ncand == CAND_MAX &&
 	    !outranks(k, &c, cand_key(p, x, &x->cand[CAND_MAX - 1]),
@@ -308,7 +426,6 @@ struct cold_walk {
 	const struct policy *p;
 	const struct policy_node *in;
 	struct pick_ctx *x;
-	size_t pos;
 };
 
 static bool cold_visit(void *arg, struct policy_node *n)
@@ -316,7 +433,7 @@ static bool cold_visit(void *arg, struct policy_node *n)
 	struct cold_walk *w = arg;
 
 	if (eligible(n, w->in))	/* by heat: every use alike */
-		offer(w->p, w->x, n, w->pos++,
+		offer(w->p, w->x, n,
 		      w->x->future ? NEXT_USE_NONE : 0);
 	return w->x->ncand < CAND_MAX;
 }
@@ -420,26 +537,197 @@ static int rank_many(const struct policy *p, const struct policy_node *in,
 		}
 	p->fut.many(p->fut.arg, p->scratch->fids, p->scratch->uses, k);
 	for (i = 0; i < k; i++)
-		offer(p, x, p->scratch->nodes[i], i, p->scratch->uses[i]);
+		offer(p, x, p->scratch->nodes[i], p->scratch->uses[i]);
+	return 0;
+}
+
+/* ---- by next use from the use heaps (useheap.h, policy_future) ---- */
+
+static bool use_ready(const struct policy *p)
+{
+	return p->uses && !p->uses->lost && p->fut.sync && p->fut.where &&
+	       p->fut.reads;
+}
+
+/* @key's distance from @slot's origin now (a stale key may lie behind) */
+static uint64_t use_dist(const struct policy *p, unsigned slot, uint64_t key)
+{
+	uint64_t o = p->scratch->now.origin[slot];
+
+	return key > o ? key - o : 0;
+}
+
+/* forget every key: each node's use is asked again when it comes up */
+static int use_forget(const struct policy *p)
+{
+	struct rank_scratch *s = p->scratch;
+
+	if (useheap_forget(p->uses)) {
+		p->uses->lost = true;
+		return -ENOMEM;
+	}
+	s->synced = true;
+	s->gen = s->now.gen;
+	s->active = s->now.active;
+	s->reads = s->now.reads;
 	return 0;
 }
 
 /*
+ * Catch the heaps up with the future: the files read since the last
+ * admission are asked again (their uses moved later); a new generation
+ * or a list gone idle or active makes every key unknown.  0, or -errno
+ * (then rank otherwise).
+ */
+static int use_sync(const struct policy *p)
+{
+	struct rank_scratch *s = p->scratch;
+	long n, i;
+
+	p->fut.sync(p->fut.arg, &s->now);
+	if (!s->synced || s->now.gen != s->gen || s->now.active != s->active)
+		return use_forget(p);
+	if (s->now.reads == s->reads)
+		return 0;
+	n = p->fut.reads(p->fut.arg, s->reads, s->now.reads, s->rfids,
+			 USE_READS_MAX);
+	if (n < 0)
+		return use_forget(p);
+	for (i = 0; i < n; i++) {
+		struct policy_node *x = htab_get(&p->nodes, s->rfids[i]);
+
+		if (!x || !useheap_in(x) || x->uslot == USEHEAP_NONE)
+			continue;
+		useheap_remove(p->uses, x);
+		x->uslot = USEHEAP_NONE;
+		if (!use_put(p, x))
+			return -ENOMEM;
+	}
+	s->reads = s->now.reads;
+	return 0;
+}
+
+/*
+ * The node first in line over the heaps (the furthest tail by its known
+ * key; no known use first, coldest first) and in *@v that tail's use.
+ */
+static struct policy_node *use_peek(const struct policy *p, uint64_t *v)
+{
+	struct policy_node *best = useheap_top(p->uses, USEHEAP_NONE), *t;
+	uint64_t m, d;
+
+	*v = NEXT_USE_NONE;
+	if (best)
+		return best;
+	for (m = p->scratch->active; m; m &= m - 1) {
+		unsigned slot = (unsigned)__builtin_ctzll(m);
+
+		t = useheap_top(p->uses, slot);
+		if (!t)
+			continue;
+		d = use_dist(p, slot, t->utail);
+		if (!best || d > *v || (d == *v && heatheap_colder(t, best))) {
+			best = t;
+			*v = d;
+		}
+	}
+	return best;
+}
+
+/*
+ * Take nodes off the top until one's use is confirmed by the future (a
+ * known key is never below the true one, so a confirmed top is the
+ * furthest of all) and offer it to @x: 1; 0 when the heaps are empty;
+ * -errno if this way of ranking must be given up for this admission.
+ * What is taken off stays aside until use_restore().
+ */
+static int use_next(const struct policy *p, const struct policy_node *in,
+		    struct pick_ctx *x)
+{
+	struct rank_scratch *s = p->scratch;
+	struct policy_node *t;
+	uint64_t v, key, d;
+	unsigned slot;
+	int rc;
+
+	while ((t = use_peek(p, &v))) {
+		useheap_remove(p->uses, t);
+		if (s->naside == USE_ASIDE_MAX) {
+			use_put(p, t);
+			return -E2BIG;	/* too many ineligible on top */
+		}
+		if (!eligible(t, in)) {
+			s->aside[s->naside++] = t;
+			continue;
+		}
+		rc = p->fut.where(p->fut.arg, t->fid, s->gen, &slot, &key);
+		if (rc < 0 || (rc && (slot >= USEHEAP_SLOTS ||
+				      !(s->active >> slot & 1)))) {
+			use_put(p, t);
+			return rc < 0 ? rc : -ESTALE;
+		}
+		t->uslot = rc ? slot : USEHEAP_NONE;
+		t->ukey = rc ? key : 0;
+		use_tail(p, t);
+		d = rc ? use_dist(p, slot, t->utail) : NEXT_USE_NONE;
+		if (d >= v) {
+			s->aside[s->naside++] = t;
+			offer(p, x, t,
+			      rc ? use_dist(p, slot, key) : NEXT_USE_NONE);
+			return 1;
+		}
+		if (!use_put(p, t))
+			return -ENOMEM;
+		if (!x->budget--)
+			return -E2BIG;
+	}
+	return 0;
+}
+
+/* the nodes taken off in this admission back into their heaps */
+static void use_restore(const struct policy *p)
+{
+	struct rank_scratch *s = p->scratch;
+	size_t i;
+
+	for (i = 0; i < s->naside; i++)
+		use_put(p, s->aside[i]);
+	s->naside = 0;
+}
+
+/* must another node be confirmed before @best (key @bk) is the best? */
+static bool use_more(const struct policy *p, const struct pick_ctx *x,
+		     const struct cand *best, uint64_t bk)
+{
+	uint64_t v;
+
+	if (x->ncand == CAND_MAX || !use_peek(p, &v))
+		return false;
+	/* confirmed ones without a use came off coldest first */
+	return !best || bk < v || (bk == v && v != NEXT_USE_NONE);
+}
+
+/*
  * By heat alone (no future, or every use NONE) the best CAND_MAX are the
- * first eligible nodes of the heat heap (its order is heat, then the
- * entry list's); by next use, or if the heap cannot be walked, every
+ * first eligible nodes of the heat heap (its order is heat, then last
+ * access, then link order: outranks()'s); by next use, or if the heap cannot be walked, every
  * entry is looked at.
  */
 static void rank_entries(const struct policy *p, const struct policy_node *in,
 			 struct pick_ctx *x)
 {
 	struct policy_node *n;
-	size_t pos = 0;
 
 	x->ncand = 0;
 	x->ranked = true;
+	if (x->future && !x->blind && !x->eager && use_ready(p) &&
+	    !use_sync(p)) {
+		x->lazy = true;		/* see best_cand() */
+		x->budget = 2 * p->nodes.used + CAND_MAX;
+		return;
+	}
 	if ((!x->future || x->blind) && !p->cold_lost) {
-		struct cold_walk w = { p, in, x, 0 };
+		struct cold_walk w = { p, in, x };
 
 		if (!heatheap_walk(&p->cold, cold_visit, &w))
 			return;
@@ -447,9 +735,9 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 	}
 	if (x->future && !x->blind && p->fut.many && !rank_many(p, in, x))
 		return;
-	for (n = p->head.next; n != &p->head; n = n->next, pos++)
+	for (n = p->head.next; n != &p->head; n = n->next)
 		if (eligible(n, in))
-			offer(p, x, n, pos, !x->future ? 0 : x->blind ?
+			offer(p, x, n, !x->future ? 0 : x->blind ?
 			      NEXT_USE_NONE : p->fut.one(p->fut.arg, n->fid,
 							 NULL));
 }
@@ -463,8 +751,11 @@ static const struct cand *best_cand(const struct policy *p,
 	uint64_t bk = 0;
 	int i;
 
+	int rc;
+
 	if (!x->ranked)
 		rank_entries(p, in, x);
+again:
 	for (i = 0; i < x->ncand; i++) {
 		const struct cand *c = &x->cand[i];
 		uint64_t k;
@@ -475,6 +766,20 @@ static const struct cand *best_cand(const struct policy *p,
 		if (!best || outranks(k, c, bk, best)) {
 			best = c;
 			bk = k;
+		}
+	}
+	if (x->lazy && use_more(p, x, best, bk)) {
+		rc = use_next(p, in, x);
+		if (rc < 0) {		/* rank the other way */
+			use_restore(p);
+			x->lazy = false;
+			x->eager = true;
+			rank_entries(p, in, x);
+		}
+		if (rc) {
+			best = NULL;
+			bk = 0;
+			goto again;
 		}
 	}
 	*key = bk;
@@ -582,6 +887,8 @@ static int choose(const struct policy *p, const struct policy_node *in,
 		return 0;
 	x->now = now;
 	x->ranked = false;
+	x->lazy = false;
+	x->eager = false;
 	x->future = p->fut.one != NULL && pick == auto_pick;
 	x->blind = x->future && p->fut.known && !p->fut.known(p->fut.arg);
 	x->in_use = NEXT_USE_NONE;
@@ -618,6 +925,8 @@ static int choose(const struct policy *p, const struct policy_node *in,
 	}
 	for (i = 0; i < n; i++)
 		out->victims[i]->taking = 0;
+	if (x->lazy)
+		use_restore(p);
 	return rc ? rc : n;
 }
 
@@ -666,6 +975,7 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 			p->ops = &ops[i];
 	if (!p->ops)
 		return -EINVAL;
+	p->sorted = p->ops == &ops[0];	/* lru */
 	p->scratch = calloc(1, sizeof(*p->scratch));
 	if (!p->scratch)
 		return -ENOMEM;

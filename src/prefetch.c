@@ -273,7 +273,8 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	fetch_set_wanted(f, wanted, l);
 	cache_set_future(c, &(struct policy_future){
 		.one = lists_next_use_bytes, .many = lists_next_use_many,
-		.known = lists_known, .arg = l });
+		.known = lists_known, .sync = lists_sync,
+		.where = lists_where, .reads = lists_reads, .arg = l });
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
 	if (rc)

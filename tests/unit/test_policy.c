@@ -6,7 +6,10 @@
  * do from epoch 2 on is a hit ratio of cache/dataset (field notes, §4).
  * Required: >= 0.95 x C/D with the epoch lists known ("auto" = Belady),
  * >= 0.9 x C/D without lists ("heat"); LRU printed beside them.
- * Also: a one-pass scan does not flush a hot set; pins hold.
+ * Also: a one-pass scan does not flush a hot set; pins hold.  The lists'
+ * future is given as the daemon's lists give it (one next use at a time
+ * and incrementally: sync/where/reads), so the victims by next use come
+ * from the use heaps (useheap.h) as in the daemon.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,6 +42,46 @@ static uint64_t next_use(void *arg, uint64_t fid, uint64_t *after)
 		return (where[cur_e][fid] - cur_i) * UNIT;
 	}
 	return later;
+}
+
+/*
+ * The same future incrementally (policy.h, sync/where/reads), as the
+ * daemon's lists give it: one reader (slot 0) whose keys are its files'
+ * places in epoch cur_e, then N + their places in epoch cur_e + 1, from
+ * an origin at cur_i; an epoch is a generation, and the read files (the
+ * first cur_i + 1 of the epoch) are its reads.
+ */
+static void sim_sync(void *arg, struct future_sync *s)
+{
+	(void)arg;
+	s->gen = cur_e;
+	s->active = 1;
+	s->reads = cur_i + 1;
+	s->origin[0] = (uint64_t)cur_i * UNIT;
+}
+
+static int sim_where(void *arg, uint64_t fid, uint64_t gen, unsigned *slot,
+		     uint64_t *key)
+{
+	(void)arg;
+	if (gen != cur_e)
+		return -ESTALE;
+	*slot = 0;
+	*key = next_use(NULL, fid, NULL) + (uint64_t)cur_i * UNIT;
+	return 1;
+}
+
+static long sim_reads(void *arg, uint64_t from, uint64_t to, uint64_t *fids,
+		      size_t max)
+{
+	uint64_t k;
+
+	(void)arg;
+	if (from > to || to > cur_i + 1 || to - from > max)
+		return -1;
+	for (k = from; k < to; k++)
+		fids[k - from] = order[cur_e][k];
+	return (long)(to - from);
 }
 
 struct sim {
@@ -99,7 +142,9 @@ static double simulate(const char *name, bool lists, unsigned cap,
 	memset(resident, 0, sizeof(resident));
 	CHECK_INT(policy_init(&s.p, name, 1e9, cap * UNIT, UNIT), ==, 0);
 	if (lists)
-		policy_set_future(&s.p, &(struct policy_future){ .one = next_use });
+		policy_set_future(&s.p, &(struct policy_future){
+			.one = next_use, .sync = sim_sync,
+			.where = sim_where, .reads = sim_reads });
 	for (e = 0; e < EPOCHS; e++) {
 		s.measuring = e > 0;
 		for (i = 0; i < N; i++) {
