@@ -107,6 +107,7 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	size_t hpos;		/* place in the heat heap + 1; 0: out */
 	size_t upos;		/* place in its use heap + 1; 0: out */
 	unsigned uslot;		/* that heap (useheap.h) */
+	bool usure;		/* USEHEAP_NONE: no use, as last asked */
 	uint64_t ukey;		/* its use there: key of its first byte */
 	uint64_t utail;		/* ... and of its last cached chunk */
 };

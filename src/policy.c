@@ -159,7 +159,8 @@ static void use_track(struct policy *p, struct policy_node *n, bool moved)
 		return;
 	}
 	if (!useheap_in(n)) {
-		n->uslot = USEHEAP_NONE;
+		n->uslot = USEHEAP_NONE;	/* asked when it comes up */
+		n->usure = false;
 		use_put(p, n);
 		return;
 	}
@@ -562,10 +563,15 @@ static int use_forget(const struct policy *p)
 {
 	struct rank_scratch *s = p->scratch;
 
-	if (useheap_forget(p->uses)) {
-		p->uses->lost = true;
+	struct useheap *u = p->uses;
+	size_t i;
+
+	if (useheap_forget(u)) {
+		u->lost = true;
 		return -ENOMEM;
 	}
+	for (i = 0; i < u->h[USEHEAP_NONE].n; i++)
+		u->h[USEHEAP_NONE].a[i]->usure = false;
 	s->synced = true;
 	s->gen = s->now.gen;
 	s->active = s->now.active;
@@ -596,10 +602,15 @@ static int use_sync(const struct policy *p)
 	for (i = 0; i < n; i++) {
 		struct policy_node *x = htab_get(&p->nodes, s->rfids[i]);
 
-		if (!x || !useheap_in(x) || x->uslot == USEHEAP_NONE)
+		if (!x || !useheap_in(x))
 			continue;
+		if (x->uslot == USEHEAP_NONE) {
+			x->usure = false;
+			continue;
+		}
 		useheap_remove(p->uses, x);
 		x->uslot = USEHEAP_NONE;
+		x->usure = false;
 		if (!use_put(p, x))
 			return -ENOMEM;
 	}
@@ -648,6 +659,7 @@ static int use_next(const struct policy *p, const struct policy_node *in,
 	struct policy_node *t;
 	uint64_t v, key, d;
 	unsigned slot;
+	bool ok;
 	int rc;
 
 	while ((t = use_peek(p, &v))) {
@@ -656,10 +668,20 @@ static int use_next(const struct policy *p, const struct policy_node *in,
 			use_put(p, t);
 			return -E2BIG;	/* too many ineligible on top */
 		}
-		if (!eligible(t, in)) {
-			s->aside[s->naside++] = t;
+		ok = eligible(t, in);
+		if (t->uslot == USEHEAP_NONE && t->usure) {
+			s->aside[s->naside++] = t;	/* no use, known */
+			if (!ok)
+				continue;
+			offer(p, x, t, NEXT_USE_NONE);
+			return 1;
+		}
+		if (!ok && t->uslot != USEHEAP_NONE) {
+			s->aside[s->naside++] = t;	/* stays as it is */
 			continue;
 		}
+		/* an unknown key is asked even if the file may not go now
+		 * (open, being fetched): it would come up again and again */
 		rc = p->fut.where(p->fut.arg, t->fid, s->gen, &slot, &key);
 		if (rc < 0 || (rc && (slot >= USEHEAP_SLOTS ||
 				      !(s->active >> slot & 1)))) {
@@ -667,11 +689,14 @@ static int use_next(const struct policy *p, const struct policy_node *in,
 			return rc < 0 ? rc : -ESTALE;
 		}
 		t->uslot = rc ? slot : USEHEAP_NONE;
+		t->usure = !rc;
 		t->ukey = rc ? key : 0;
 		use_tail(p, t);
 		d = rc ? use_dist(p, slot, t->utail) : NEXT_USE_NONE;
 		if (d >= v) {
 			s->aside[s->naside++] = t;
+			if (!ok)
+				continue;
 			offer(p, x, t,
 			      rc ? use_dist(p, slot, key) : NEXT_USE_NONE);
 			return 1;
