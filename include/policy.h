@@ -88,28 +88,28 @@
 #define POLICY_RANK_SAMPLE	4096
 
 struct policy_node {		/* one per file ever accessed (heat) */
-	struct policy_node *prev, *next;	/* entries, lru order */
+	struct policy_node *prev, *next;	/* entries (see struct policy) */
 	uint64_t fid;
 	uint64_t bytes;		/* bytes read through the daemon */
 	uint64_t cached;	/* bytes on disk of the current version */
-	bool dirty;		/* heat changed since the last flush */
 	int64_t last;		/* last access, seconds */
 	uint64_t count;		/* accesses */
 	double score;		/* decayed heat at score_at */
 	int64_t score_at;
 	double prior;		/* heat just before the latest access */
-	bool pinned;
-	bool in_use;		/* open or busy: not evictable */
-	bool prefetched;	/* cached ahead of use, not opened since */
 	uint64_t taking;	/* bytes chosen to go in this admission */
 	double hkey;		/* heat as a timeless key (heatheap.h) */
 	uint64_t seq;		/* when linked: order among equal last */
 	size_t hpos;		/* place in the heat heap + 1; 0: out */
-	size_t upos;		/* place in its use heap + 1; 0: out */
-	unsigned uslot;		/* that heap (useheap.h) */
+	uint64_t ukey;		/* use heap (useheap.h): key of its first */
+	uint64_t utail;		/* byte, and of its last cached chunk */
+	uint32_t upos;		/* place in its use heap + 1; 0: out */
+	uint8_t uslot;		/* that heap */
 	bool usure;		/* USEHEAP_NONE: no use, as last asked */
-	uint64_t ukey;		/* its use there: key of its first byte */
-	uint64_t utail;		/* ... and of its last cached chunk */
+	bool dirty;		/* heat changed since the last flush */
+	bool pinned;
+	bool in_use;		/* open or busy: not evictable */
+	bool prefetched;	/* cached ahead of use, not opened since */
 };
 
 enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
@@ -204,6 +204,7 @@ struct policy_future {
 };
 
 struct rank_scratch;		/* policy.c: buffers of a ranking */
+struct stats;
 
 struct policy {
 	const struct policy_ops *ops;
@@ -225,6 +226,7 @@ struct policy {
 	struct rank_scratch *scratch;	/* buffers of a ranking */
 	struct useheap *uses;		/* entries with bytes by next use
 					 * (fut.where), or NULL */
+	struct stats *st;		/* victim_* counters, or NULL */
 	size_t rank_sample;		/* 0: rank every entry by use */
 };
 

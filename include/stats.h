@@ -25,6 +25,9 @@
 	X(chunks_not_stored)	/* fetched but not cached (no room) */	\
 	X(evictions)		/* files evicted */			\
 	X(evicted_bytes)						\
+	X(victim_choices)	/* admissions that chose victims */	\
+	X(victim_full_ranks)	/* ... by next use over every cached file */ \
+	X(victim_uses_asked)	/* next uses asked for those choices */ \
 	X(checksum_failures)	/* cached chunks that did not verify */ \
 	X(verified_chunks)	/* cached chunks verified after start */ \
 	X(stale_objects)	/* objects found changed in the backend */ \

@@ -1384,6 +1384,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	htab_init(&c->tab, ce_key);
 	rc = policy_init(&c->pol, cf->evict, cf->heat_half_life_s,
 			 cf->cache_size, blocks(cf->chunk_size));
+	c->pol.st = st;
 	if (rc) {
 		fprintf(stderr, rc == -EINVAL ?
 			"fusefs: unknown eviction policy '%s'\n" :

@@ -7,6 +7,14 @@
 
 #include "compiler.h"
 #include "policy.h"
+#include "stats.h"
+
+/* count @n in counter @field of the caller's stats, if any */
+#define policy_stat(p, field, n)				\
+	do {							\
+		if ((p)->st)					\
+			stat_add((p)->st, field, (n));		\
+	} while (0)
 
 /* nodes taken out of the use heaps in one admission, at most: the
  * ineligible ones on the way (then the ranking falls back to a pass) and
@@ -537,6 +545,7 @@ static int rank_many(const struct policy *p, const struct policy_node *in,
 			p->scratch->fids[k++] = n->fid;
 		}
 	p->fut.many(p->fut.arg, p->scratch->fids, p->scratch->uses, k);
+	policy_stat(p, victim_uses_asked, k);
 	for (i = 0; i < k; i++)
 		offer(p, x, p->scratch->nodes[i], p->scratch->uses[i]);
 	return 0;
@@ -562,7 +571,6 @@ static uint64_t use_dist(const struct policy *p, unsigned slot, uint64_t key)
 static int use_forget(const struct policy *p)
 {
 	struct rank_scratch *s = p->scratch;
-
 	struct useheap *u = p->uses;
 	size_t i;
 
@@ -683,6 +691,7 @@ static int use_next(const struct policy *p, const struct policy_node *in,
 		/* an unknown key is asked even if the file may not go now
 		 * (open, being fetched): it would come up again and again */
 		rc = p->fut.where(p->fut.arg, t->fid, s->gen, &slot, &key);
+		policy_stat(p, victim_uses_asked, 1);
 		if (rc < 0 || (rc && (slot >= USEHEAP_SLOTS ||
 				      !(s->active >> slot & 1)))) {
 			use_put(p, t);
@@ -744,6 +753,8 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 	struct policy_node *n;
 
 	x->ncand = 0;
+	if (!x->ranked)
+		policy_stat(p, victim_choices, 1);
 	x->ranked = true;
 	if (x->future && !x->blind && !x->eager && use_ready(p) &&
 	    !use_sync(p)) {
@@ -758,13 +769,21 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 			return;
 		x->ncand = 0;	/* too many ineligible on the way: scan */
 	}
+	if (x->future && !x->blind)
+		policy_stat(p, victim_full_ranks, 1);
 	if (x->future && !x->blind && p->fut.many && !rank_many(p, in, x))
 		return;
-	for (n = p->head.next; n != &p->head; n = n->next)
-		if (eligible(n, in))
-			offer(p, x, n, !x->future ? 0 : x->blind ?
-			      NEXT_USE_NONE : p->fut.one(p->fut.arg, n->fid,
-							 NULL));
+	for (n = p->head.next; n != &p->head; n = n->next) {
+		uint64_t use = x->future ? NEXT_USE_NONE : 0;
+
+		if (!eligible(n, in))
+			continue;
+		if (x->future && !x->blind) {
+			use = p->fut.one(p->fut.arg, n->fid, NULL);
+			policy_stat(p, victim_uses_asked, 1);
+		}
+		offer(p, x, n, use);
+	}
 }
 
 /* the best candidate that may still give up bytes, or NULL */

@@ -45,7 +45,7 @@ static void place(struct useheap *u, unsigned s, size_t i,
 		  struct policy_node *x)
 {
 	u->h[s].a[i] = x;
-	x->upos = i + 1;
+	x->upos = (uint32_t)(i + 1);
 }
 
 static void sift_down(struct useheap *u, unsigned s, size_t i)

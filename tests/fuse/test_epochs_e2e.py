@@ -161,6 +161,14 @@ def test_two_ranks_one_mount(mounter, src):
         ranks[f"rank{r}"] = ords
     per = run_epochs(m, ranks, data)
     check(per, 164 * 100 * KiB, 8 * MiB, "two ranks")
+    # the victims by next use come from the use heaps: no choice ranks
+    # every cached file (~80 here), a few uses are asked per choice
+    s = m.stats()
+    print({k: s[k] for k in ("victim_choices", "victim_full_ranks",
+                             "victim_uses_asked")})
+    assert s["victim_choices"] > 100, s
+    assert s["victim_full_ranks"] == 0, s
+    assert s["victim_uses_asked"] < 20 * s["victim_choices"], s
 
 
 def settle(m, keys=("staged_chunks", "prefetch_chunks", "bytes_from_backend"),
