@@ -49,9 +49,10 @@
  * with a future that gives sync/where/reads (the lists), they come from
  * the use heaps (useheap.h): a file's use is asked again only when it
  * reaches the top, when it was read, or after the future's generation
- * changed (then each file once, as it comes up), so a choice costs a few
- * look-ups.  Otherwise (or when the heaps give up: more than 1,024 open
- * or pinned files on top, a generation changing under the choice) every
+ * changed (then each file once, at most 4,096 per admission), so a
+ * choice costs a few look-ups.  Otherwise (or when the heaps give up:
+ * more than 1,024 open or pinned files on top, 4,096 files re-placed, a
+ * generation changing under the choice) every
  * cached file is ranked, past POLICY_RANK_SAMPLE of them a random sample
  * of that many (the victims are then the sample's furthest).  "lru" keeps
  * its entry list sorted by last access (a re-cached file walks back to

@@ -21,6 +21,15 @@
  * the candidates */
 #define USE_ASIDE_MAX	1024
 #define USE_READS_MAX	4096	/* reads caught up with at once */
+/*
+ * Files re-placed (asked, and found to be used sooner than their heap
+ * said) in one admission, at most: after a generation change every
+ * cached file must be asked once, and asking them all in one admission
+ * would hold the cache lock for O(cached files).  Past it the admission
+ * ranks the other way (a sample of POLICY_RANK_SAMPLE); what was asked
+ * stays known, so the next admissions go on from there.
+ */
+#define USE_BUDGET	POLICY_RANK_SAMPLE
 
 struct rank_scratch {		/* see rank_many() */
 	struct policy_node **nodes;
@@ -66,8 +75,15 @@ static bool linked(const struct policy_node *n)
 
 static void use_free(struct policy *p)
 {
-	if (p->uses)
+	unsigned h;
+	size_t i;
+
+	if (p->uses) {		/* every node out, for use_start() again */
+		for (h = 0; h <= USEHEAP_SLOTS; h++)
+			for (i = 0; i < p->uses->h[h].n; i++)
+				p->uses->h[h].a[i]->upos = 0;
 		useheap_release(p->uses);
+	}
 	free(p->uses);
 	p->uses = NULL;
 	free(p->scratch->aside);
@@ -80,12 +96,13 @@ void policy_release(struct policy *p)
 {
 	size_t i;
 
+	if (p->scratch)
+		use_free(p);	/* touches the nodes */
 	for (i = 0; i < p->nodes.cap; i++)
 		free(p->nodes.slot[i]);
 	htab_release(&p->nodes);
 	heatheap_release(&p->cold);
 	if (p->scratch) {
-		use_free(p);
 		free(p->scratch->nodes);
 		free(p->scratch->fids);
 		free(p->scratch->uses);
@@ -759,7 +776,7 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 	if (x->future && !x->blind && !x->eager && use_ready(p) &&
 	    !use_sync(p)) {
 		x->lazy = true;		/* see best_cand() */
-		x->budget = 2 * p->nodes.used + CAND_MAX;
+		x->budget = USE_BUDGET;
 		return;
 	}
 	if ((!x->future || x->blind) && !p->cold_lost) {

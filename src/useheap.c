@@ -11,6 +11,7 @@ void useheap_init(struct useheap *u)
 {
 	unsigned s;
 
+	u->lost = false;
 	for (s = 0; s <= USEHEAP_SLOTS; s++) {
 		u->h[s].a = NULL;
 		u->h[s].n = u->h[s].cap = 0;

@@ -92,13 +92,15 @@ static uint64_t size_of(unsigned f)
 	return (1 + f % 7) * BLK;	/* a quarter to 1.75 chunks */
 }
 
+#define MANY	10000		/* test_bounded_after_publish() */
+
 static int resolve(void *arg, const char *path, size_t len, uint64_t *fid,
 		   uint64_t *size)
 {
 	unsigned f;
 
 	(void)arg;
-	if (sscanf(path, "f%u", &f) != 1 || f >= FILES)
+	if (sscanf(path, "f%u", &f) != 1 || f >= MANY)
 		return -ENOENT;
 	*fid = f;
 	*size = size_of(f);
@@ -208,7 +210,7 @@ static void read_file(unsigned f, enum admit_kind kind, int64_t now)
 static void publish(const char *name, long epoch, bool begin,
 		    const unsigned *order, unsigned n)
 {
-	static char text[FILES * 8 + 64];
+	static char text[MANY * 8 + 64];
 	struct list_report rep;
 	size_t at;
 	unsigned i;
@@ -318,6 +320,93 @@ static void run_twin(unsigned seed, unsigned busy)
 	lists_destroy(tw.l);
 }
 
+/* the future taken away and given again: the heaps start over (a node
+ * left marked as in a freed heap would be removed from it) */
+static void test_future_replaced(void)
+{
+	struct policy p;
+	struct lists *l = lists_create();
+	struct policy_future full = {
+		.one = lists_next_use_bytes, .many = lists_next_use_many,
+		.known = lists_known, .sync = lists_sync,
+		.where = lists_where, .reads = lists_reads, .arg = l };
+	struct policy_node *a, *b;
+
+	CHECK_INT(policy_init(&p, "auto", 1e6, 100 * BLK, CHUNK), ==, 0);
+	policy_set_future(&p, &full);
+	a = policy_node(&p, 1);
+	b = policy_node(&p, 2);
+	policy_add(&p, a);
+	policy_charge(&p, a, BLK);
+	policy_add(&p, b);
+	policy_charge(&p, b, BLK);
+	CHECK(useheap_in(a) && useheap_in(b));
+	policy_set_future(&p, NULL);
+	CHECK(!useheap_in(a) && !useheap_in(b));
+	policy_set_future(&p, &full);	/* both in the new heaps */
+	CHECK(useheap_in(a) && useheap_in(b));
+	policy_charge(&p, a, -(int64_t)BLK);
+	CHECK(!useheap_in(a));
+	policy_release(&p);
+	lists_destroy(l);
+}
+
+/*
+ * After a publish every cached file's use must be asked again: not all
+ * in one admission (the cache lock), at most about USE_BUDGET (4,096)
+ * each, the rest in the next ones.
+ */
+static void test_bounded_after_publish(void)
+{
+	static unsigned ord[MANY], nxt[MANY];
+	unsigned f, k, asked[6];
+	int64_t now = 1000;
+
+	memset(&tw, 0, sizeof(tw));
+	tw.l = lists_create();
+	CHECK_INT(policy_init(&tw.fast, "auto", 1e6, 9000 * BLK, CHUNK), ==,
+		  0);
+	CHECK_INT(policy_init(&tw.scan, "auto", 1e6, 9000 * BLK, CHUNK), ==,
+		  0);
+	policy_set_future(&tw.fast, &(struct policy_future){
+		.one = lists_next_use_bytes, .many = counted_many,
+		.known = lists_known, .sync = lists_sync,
+		.where = counted_where, .reads = lists_reads, .arg = tw.l });
+	for (f = 0; f < 9000; f++) {
+		struct policy_node *n = policy_node(&tw.fast, f);
+
+		policy_touch(&tw.fast, n, now);
+		policy_add(&tw.fast, n);
+		policy_charge(&tw.fast, n, BLK);
+	}
+	shuffle(ord, MANY, 7);
+	shuffle(nxt, MANY, 8);
+	publish("r", 0, true, ord, MANY);
+	publish("r", 1, false, nxt, MANY);
+	for (k = 0; k < 6; k++) {
+		struct admission a;
+		unsigned before = tw.where_calls;
+
+		CHECK(policy_admit(&tw.fast, NULL, BLK, ADMIT_DEMAND, &a,
+				   now) > 0);
+		asked[k] = tw.where_calls - before;
+		CHECK(asked[k] <= 4096 + 2 * 65);
+		policy_charge(&tw.fast, a.victims[0],
+			      -(int64_t)a.victims[0]->cached);
+		policy_del(&tw.fast, a.victims[0]);
+		policy_charge(&tw.fast, NULL, BLK);	/* room taken again */
+	}
+	printf("  uses asked in the admissions after a publish:");
+	for (k = 0; k < 6; k++)
+		printf(" %u", asked[k]);
+	printf("\n");
+	CHECK(asked[0] + asked[1] + asked[2] >= 9000);	/* all, once */
+	CHECK(asked[5] < 100);				/* then a few */
+	policy_release(&tw.fast);
+	policy_release(&tw.scan);
+	lists_destroy(tw.l);
+}
+
 static void test_same_victims_as_asking_all(void)
 {
 	run_twin(1, 0);
@@ -330,5 +419,7 @@ int main(void)
 	runner_name = "test_useheap";
 	TEST(test_heap_order);
 	TEST(test_same_victims_as_asking_all);
+	TEST(test_future_replaced);
+	TEST(test_bounded_after_publish);
 	return runner_done();
 }
