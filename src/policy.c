@@ -212,20 +212,15 @@ static void list_unlink(struct policy *p, struct policy_node *n)
 }
 
 /*
- * "lru": keep the list sorted by last access (loaded and re-cached
- * entries arrive with older ones).  The others only need link order (a
- * choice's ties go by last access, then seq): the end, in O(1).
+ * "lru": where @n goes to keep the list sorted by last access (loaded
+ * and re-cached entries arrive with older ones): the node to link it
+ * after.
  */
-void policy_add(struct policy *p, struct policy_node *n)
+static struct policy_node *lru_place(struct policy *p,
+				     const struct policy_node *n)
 {
 	struct policy_node *at = p->head.prev;
 
-	if (linked(n))
-		return;
-	if (!p->sorted) {
-		at = p->head.prev;
-		goto link;
-	}
 	if (n->last <= 0) {
 		/* never accessed (prefetched): after the others like it, which
 		 * are the list's front (fresh_end: the last of them) */
@@ -235,7 +230,18 @@ void policy_add(struct policy *p, struct policy_node *n)
 	}
 	while (at != &p->head && at->last > n->last)
 		at = at->prev;
-link:
+	return at;
+}
+
+/* the other policies only need link order (a choice's ties go by last
+ * access, then seq): the end, in O(1) */
+void policy_add(struct policy *p, struct policy_node *n)
+{
+	struct policy_node *at;
+
+	if (linked(n))
+		return;
+	at = p->sorted ? lru_place(p, n) : p->head.prev;
 	n->prev = at;
 	n->next = at->next;
 	at->next->prev = n;
