@@ -24,7 +24,7 @@ endif
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
-          chunkbuf memchunk stageset membudget linkrate cache cache_load fetch \
+          chunkbuf memchunk stageset membudget linkrate cache cache_load cache_spare fetch \
           s3sign s3list s3walk lists backend_file manifest
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough verifier \
@@ -94,7 +94,7 @@ check: test
 
 bench: all
 	bench/run.sh $(BIN)
-	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-local bench-memory bench-transport
+	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-churn bench-local bench-memory bench-transport
 
 # S3 backend vs curl/s3cmd and local disk (docs/benchmarks-s3.md), ~1.5 min
 bench-s3: all
@@ -106,6 +106,12 @@ bench-epoch: all
 	/usr/bin/python3 bench/epoch.py --bin $(BIN) --out /tmp/fusefs-bench-epoch.json
 	/usr/bin/python3 bench/plot.py /tmp/fusefs-bench-epoch.json /tmp/fusefs-bench-epoch.png
 .PHONY: bench-s3 bench-epoch
+
+# daemon CPU per file while list mode turns the cache over, file:// source, lists vs heat,
+# A/B with BENCH_CHURN_ARGS="--base-bin B" (docs/benchmarks-epoch.md), ~4 min
+bench-churn: all
+	/usr/bin/python3 bench/churn.py --bin $(BIN) $(BENCH_CHURN_ARGS)
+.PHONY: bench-churn
 
 # open latency and backend re-checks per open, --revalidate 1 vs 3600 vs 0 on an epoch of
 # 2000 small S3 objects (docs/benchmarks-open.md), ~6 min; needs root.  Compare with another

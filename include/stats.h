@@ -53,6 +53,7 @@
 	X(verifier_kept)	/* verified chunks handed to open files' readers */ \
 	X(data_flushes)		/* FLUSH requests for data files */	\
 	X(data_file_opens)	/* data files opened (kept open while idle) */ \
+	X(data_files_reused)	/* of those, new ones made of spares */	\
 	X(lookups_concurrent_max) /* most LOOKUPs answered at once (a max) */ \
 	X(backend_rate_bytes)	/* the backend's rate, measured (a gauge) */ \
 	X(ahead_bound_bytes)	/* read-ahead/prefetch bound (a gauge) */ \

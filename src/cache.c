@@ -211,7 +211,8 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 	centry_free(ce);
 }
 
-/* close what @l closed, unlink what it buried; called with no lock */
+/* close what @l closed, unlink (or keep as spares) what it buried; called
+ * with no lock */
 static void later_run(struct cache *c, struct later *l)
 {
 	char path[PATH_MAX];
@@ -224,13 +225,14 @@ static void later_run(struct cache *c, struct later *l)
 	if (!l->graves)
 		return;
 	for (g = l->graves; g; g = g->todo) {
+		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
+		if (!spare_keep(c, path, g->fd) && unlink(path) &&
+		    errno != ENOENT)
+			log_warn("cannot remove %s: %s", path, strerror(errno));
 		if (g->fd >= 0)
 			close(g->fd);
 		if (g->dfd >= 0)
 			close(g->dfd);
-		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
-		if (unlink(path) && errno != ENOENT)
-			log_warn("cannot remove %s: %s", path, strerror(errno));
 	}
 	pthread_mutex_lock(&c->lock);
 	while ((g = l->graves)) {
@@ -474,6 +476,7 @@ static int ensure_files(struct cache *c, struct centry *ce)
 {
 	char path[PATH_MAX];
 	int fd, err = 0, flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
+	bool fresh;
 
 	pthread_mutex_lock(&c->lock);
 	while (ce->opening)
@@ -483,10 +486,13 @@ static int ensure_files(struct cache *c, struct centry *ce)
 		return 0;
 	}
 	ce->opening = true;
+	fresh = !ce->used;	/* most likely no data file yet */
 	pthread_mutex_unlock(&c->lock);
 
 	stat_inc(c->st, data_file_opens);
 	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
+	if (fresh)
+		spare_take(c, path);
 	fd = open(path, flags | O_CREAT, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		char *slash = strrchr(path, '/');
@@ -499,6 +505,8 @@ static int ensure_files(struct cache *c, struct centry *ce)
 					 strerror(err));
 		}
 		*slash = '/';
+		if (fresh)
+			spare_take(c, path);
 		fd = open(path, flags | O_CREAT, 0600);
 	}
 	if (fd < 0) {
@@ -1418,6 +1426,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 out_free:
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
+	spares_destroy(c);
 	free_entries(c);
 	policy_release(&c->pol);
 	free(c->dir);
@@ -1433,6 +1442,7 @@ void cache_close(struct cache *c)
 	flush_heat_locked(c);
 	free_entries(c);
 	policy_release(&c->pol);
+	spares_destroy(c);
 	close(c->lock_fd);
 	free(c->dir);
 	free(c);

@@ -285,7 +285,7 @@ static int check_one(const char *what, const struct stat *st)
 
 int cache_check_dir(const char *dir)
 {
-	static const char *const subs[] = { "index", "data" };
+	static const char *const subs[] = { "index", "data", "data/spare" };
 	char path[PATH_MAX];
 	struct stat st;
 	size_t i;
@@ -330,6 +330,7 @@ int cache_load(struct cache *c, const struct fusefs_conf *cf)
 		fprintf(stderr, "fusefs: cannot create %s: %s\n", path, strerror(errno));
 		return rc;
 	}
+	spares_init(c);
 	c->direct = cf->read_mode == READ_DIRECT && direct_works(path);
 	if (cf->read_mode == READ_DIRECT && !c->direct)
 		log_warn("O_DIRECT is not supported in %s: using buffered reads", path);

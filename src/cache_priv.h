@@ -66,6 +66,19 @@ struct grave {
 	struct grave *todo;	/* in the burying thread's list */
 };
 
+/*
+ * Empty data files for new entries (cache_spare.c): evicted files renamed
+ * to DIR/data/spare/SLOT and truncated, instead of unlinked, and renamed
+ * into place for the next new entry, instead of created.
+ */
+#define SPARES_MAX	256
+struct spares {
+	pthread_mutex_t lock;	/* a leaf: nothing is taken under it */
+	unsigned nfull, nfree;
+	uint16_t full[SPARES_MAX];	/* slots holding an empty file */
+	uint16_t free[SPARES_MAX];	/* slots to keep one in */
+};
+
 struct cache {
 	/*
 	 * The cache lock.  Guards everything below but the constants.
@@ -95,6 +108,7 @@ struct cache {
 	bool direct;		/* O_DIRECT usable for the data files */
 	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
+	struct spares spares;	/* its own lock (a leaf) */
 };
 
 static inline uint64_t blocks(uint64_t len)
@@ -111,6 +125,24 @@ int centry_insert(struct cache *c, uint64_t fid, const char *key,
 /* cache_data_path() - the data file of @fid at @gen */
 void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		     char *out, size_t len);
+/* spares_init() - at start-up, before any thread: empty DIR/data/spare
+ * (made if missing; without it every spare_*() fails) */
+void spares_init(struct cache *c);
+void spares_destroy(struct cache *c);
+/*
+ * spare_keep() - keep the data file at @path (of an evicted entry; @fd open
+ * on it, or -1) as an empty spare.  No lock held.
+ * Return: true if @path is gone (a spare now, or removed: a spare that
+ * could not be emptied is), false if the caller must unlink it (no free
+ * slot, or the rename failed).
+ */
+bool spare_keep(struct cache *c, const char *path, int fd);
+/*
+ * spare_take() - an empty spare renamed to @path, which must not exist
+ * (it stays untouched if it does).  No lock held.
+ * Return: true if @path is now an empty file; false: create it.
+ */
+bool spare_take(struct cache *c, const char *path);
 /*
  * cache_load() - start-up, before any thread: lock the directory, probe
  * O_DIRECT, load the index into entries, sweep orphan data files.

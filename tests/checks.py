@@ -59,11 +59,19 @@ def concurrent_readers(path, want, n=8, reads=100):
 
 
 def data_files(cache):
-    """the data files of cache directory @cache"""
+    """the data files of cache directory @cache (not its spares)"""
     out = []
-    for root, _, files in os.walk(os.path.join(cache, "data")):
+    for root, dirs, files in os.walk(os.path.join(cache, "data")):
+        if "spare" in dirs:
+            dirs.remove("spare")
         out += [os.path.join(root, f) for f in files]
     return out
+
+
+def spare_files(cache):
+    """the spare (evicted, emptied) data files of cache directory @cache"""
+    d = os.path.join(cache, "data", "spare")
+    return [os.path.join(d, f) for f in os.listdir(d)] if os.path.isdir(d) else []
 
 
 def flip_cached_byte(cache, at=1000):

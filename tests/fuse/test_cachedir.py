@@ -50,6 +50,19 @@ def test_symlinked_subdirectory_is_refused(tmp_path, src):
     assert os.listdir(elsewhere) == []
 
 
+def test_symlinked_spare_directory_is_refused(tmp_path, src):
+    """evicted data files are kept in data/spare: never somewhere else"""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "0").write_bytes(b"precious")
+    cache = tmp_path / "c"
+    (cache / "data").mkdir(mode=0o700, parents=True)
+    os.symlink(elsewhere, cache / "data" / "spare")
+    refused(tmp_path, cache, "/data/spare is not a directory (a symlink)")
+    assert os.listdir(elsewhere) == ["0"]
+    assert (elsewhere / "0").read_bytes() == b"precious"
+
+
 def test_planted_symlink_is_not_followed(mounter, src, tmp_path):
     data = rnd(2 * MiB + 5, 3)
     put(src, {"f": data})

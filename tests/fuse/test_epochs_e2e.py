@@ -165,10 +165,12 @@ def test_two_ranks_one_mount(mounter, src):
     # every cached file (~80 here), a few uses are asked per choice
     s = m.stats()
     print({k: s[k] for k in ("victim_choices", "victim_full_ranks",
-                             "victim_uses_asked")})
+                             "victim_uses_asked", "data_files_reused")})
     assert s["victim_choices"] > 100, s
     assert s["victim_full_ranks"] == 0, s
     assert s["victim_uses_asked"] < 20 * s["victim_choices"], s
+    # the evicted files' data files make the new ones (data/spare)
+    assert s["data_files_reused"] > 0, s
 
 
 def settle(m, keys=("staged_chunks", "prefetch_chunks", "bytes_from_backend"),

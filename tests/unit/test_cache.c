@@ -4,9 +4,11 @@
  * arithmetic, persistence across a restart without backend reads,
  * checksum failures, the size bound, changed objects, sizes refused.
  */
+#include <dirent.h>
 #include <stdatomic.h>
 
 #include "cachenv.h"
+#include "../../src/cache_priv.h"	/* spare_keep(), spare_take() */
 
 static void test_chunk_len(void)
 {
@@ -94,6 +96,16 @@ static void test_corrupt_chunk_refetched(void)
 	free(got);
 }
 
+/* a cache of @size under LRU: it always admits, so it must evict */
+static void env_init_lru(struct env *e, uint64_t size)
+{
+	env_init(e, size, 0, READ_DIRECT);
+	env_stop(e);
+	free(e->cf.evict);
+	e->cf.evict = strdup("lru");
+	env_start(e);
+}
+
 static void test_size_bound(void)
 {
 	struct env e;
@@ -101,11 +113,7 @@ static void test_size_bound(void)
 	uint64_t used, limit, files;
 	int i, over = 0;
 
-	env_init(&e, 4 * CS, 0, READ_DIRECT);
-	env_stop(&e);			/* LRU: always admits, must evict */
-	free(e.cf.evict);
-	e.cf.evict = strdup("lru");
-	env_start(&e);
+	env_init_lru(&e, 4 * CS);
 	for (i = 0; i < 6; i++) {
 		char key[16];
 		struct centry *ce;
@@ -466,6 +474,145 @@ static void test_verify_single_flight(void)
 	free(buf);
 }
 
+/* the regular files of DIR/data/spare; each must be empty */
+static int spares_on_disk(struct env *e, bool *all_empty)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat sb;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/data/spare", e->dir);
+	d = opendir(path);
+	CHECK(d != NULL);
+	*all_empty = true;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		CHECK_INT(fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW), ==, 0);
+		*all_empty &= S_ISREG(sb.st_mode) && !sb.st_size && !sb.st_blocks;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, text, strlen(text)), ==, (ssize_t)strlen(text));
+	close(fd);
+}
+
+/*
+ * Evicted data files become empty spares and new data files are made of
+ * them (no create, no unlink); the bytes served are the new file's; a
+ * spare left from the last run, whatever it holds, is removed at start.
+ */
+static void test_evicted_files_become_spares(void)
+{
+	char *got = malloc(2 * CS), *data[8], path[PATH_MAX];
+	uint64_t reads;
+	struct centry *ce;
+	bool empty;
+	struct env e;
+	int i, j;
+
+	env_init_lru(&e, 4 * CS);
+	for (i = 0; i < 8; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "s%d", i);
+		data[i] = pattern(2 * CS, 10 + i);
+		mem_put(e.be, key, data[i], 2 * CS);
+		ce = attach(&e, key, NULL);
+		CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
+		CHECK(!memcmp(got, data[i], 2 * CS));
+		for (j = 0; j < 200 && !cache_is_complete(e.cache, ce); j++)
+			usleep(10000);		/* stored after the reply */
+		cache_detach(e.cache, ce);
+	}
+	CHECK_INT(e.st.evictions, >=, 5);
+	CHECK_INT(e.st.data_files_reused, >=, 4);
+	CHECK_INT(spares_on_disk(&e, &empty), <=, SPARES_MAX);
+	CHECK(empty);
+	env_stop(&e);
+	snprintf(path, sizeof(path), "%s/data/spare/7", e.dir);
+	put_file(path, "left by a crash");
+	env_start(&e);
+	CHECK_INT(spares_on_disk(&e, &empty), ==, 0);
+	reads = mem_reads(e.be);
+	ce = attach(&e, "s7", NULL);	/* the last one is still cached */
+	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
+	CHECK(!memcmp(got, data[7], 2 * CS));
+	CHECK_INT(mem_reads(e.be), ==, reads);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	for (i = 0; i < 8; i++)
+		free(data[i]);
+	free(got);
+}
+
+/* a spare never replaces a file, and the pool holds at most SPARES_MAX */
+static void test_spare_pool(void)
+{
+	char a[PATH_MAX], b[PATH_MAX], cmd[128], buf[16] = { 0 };
+	struct stat sb;
+	bool empty;
+	struct env e;
+	int fd, i;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	snprintf(a, sizeof(a), "%s/data/00", e.dir);
+	CHECK_INT(mkdir(a, 0700), ==, 0);
+	snprintf(a, sizeof(a), "%s/data/00/a", e.dir);
+	snprintf(b, sizeof(b), "%s/data/00/b", e.dir);
+	put_file(a, "keep");
+	put_file(b, "old bytes");
+	CHECK(spare_keep(e.cache, b, -1));
+	CHECK(access(b, F_OK) != 0);
+	CHECK_INT(spares_on_disk(&e, &empty), ==, 1);
+	CHECK(empty);				/* emptied */
+	CHECK(!spare_take(e.cache, a));		/* there: untouched */
+	fd = open(a, O_RDONLY);
+	CHECK_INT(read(fd, buf, sizeof(buf)), ==, 4);
+	close(fd);
+	CHECK(!strcmp(buf, "keep"));
+	snprintf(b, sizeof(b), "%s/data/01/b", e.dir);
+	CHECK(!spare_take(e.cache, b));		/* no such directory */
+	CHECK_INT(spares_on_disk(&e, &empty), ==, 1);
+	snprintf(b, sizeof(b), "%s/data/00/c", e.dir);
+	CHECK(spare_take(e.cache, b));
+	CHECK_INT(stat(b, &sb), ==, 0);
+	CHECK_INT(sb.st_size, ==, 0);
+	CHECK_INT(spares_on_disk(&e, &empty), ==, 0);
+	CHECK_INT(e.st.data_files_reused, ==, 1);
+	snprintf(b, sizeof(b), "%s/data/00/d", e.dir);
+	CHECK(!spare_take(e.cache, b));		/* none left */
+	CHECK(!spare_keep(e.cache, b, -1));	/* no such file */
+	/* a spare someone removed frees its slot */
+	snprintf(b, sizeof(b), "%s/data/00/e", e.dir);
+	put_file(b, "x");
+	CHECK(spare_keep(e.cache, b, -1));
+	snprintf(cmd, sizeof(cmd), "rm -f %s/data/spare/*", e.dir);
+	CHECK_INT(system(cmd), ==, 0);
+	CHECK(!spare_take(e.cache, b));
+	/* full: the file stays for the caller to unlink */
+	for (i = 0; i <= SPARES_MAX; i++) {
+		snprintf(b, sizeof(b), "%s/data/00/f%d", e.dir, i);
+		put_file(b, "y");
+		CHECK(spare_keep(e.cache, b, -1) == (i < SPARES_MAX));
+	}
+	CHECK(access(b, F_OK) == 0);
+	CHECK_INT(spares_on_disk(&e, &empty), ==, SPARES_MAX);
+	CHECK(empty);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	runner_name = "test_cache";
@@ -482,5 +629,7 @@ int main(void)
 	TEST(test_verify_single_flight);
 	TEST(test_verify_hold_needs_a_chunk_to_start);
 	TEST(test_tail_eviction_of_unverified_chunks);
+	TEST(test_evicted_files_become_spares);
+	TEST(test_spare_pool);
 	return runner_done();
 }
