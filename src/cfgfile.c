@@ -155,6 +155,8 @@ int cfgfile_each(const char *path, cfgfile_each_fn fn, void *arg)
 	}
 	if (!rc && e.err)
 		rc = -e.err;	/* a directory: -EISDIR */
+	if (e.buf)		/* it held the last line read: a secret? */
+		explicit_bzero(e.buf, e.cap);
 	free(e.buf);
 	fclose(e.f);
 	return rc;

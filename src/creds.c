@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* creds.c - see creds.h */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,32 +13,59 @@
 #include "creds.h"
 
 struct want {
-	const char *profile;
+	const char *file, *profile;
 	struct s3_creds *out;
 	int found;
+	int err;		/* -EINVAL: a value too long (printed) */
 };
+
+/*
+ * Copy credential @what (from @where) into @dst of @cap bytes; -EINVAL,
+ * with a message that names it but never shows it, when it does not fit:
+ * a value cut short would only fail every request's signature.
+ */
+static int put(char *dst, size_t cap, const char *value, const char *what,
+	       const char *where)
+{
+	size_t n = strlen(value);
+
+	if (n >= cap) {
+		fprintf(stderr, "fusefs: %s from %s is %zu bytes long, more than the %zu fusefs takes\n",
+			what, where, n, cap - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, value, n + 1);
+	return 0;
+}
 
 static int on_ini(void *user, const char *section, const char *name,
 		  const char *value, int line)
 {
 	struct want *w = user;
+	struct s3_creds *o = w->out;
+	char where[PATH_MAX + 300];
+	int rc = 0;
 
 	if (!name || strcmp(section, w->profile))
 		return 0;
 	w->found = 1;
+	snprintf(where, sizeof(where), "%s [%s] line %d", w->file, w->profile,
+		 line);
 	if (!strcmp(name, "aws_access_key_id"))
-		snprintf(w->out->access, sizeof(w->out->access), "%s", value);
+		rc = put(o->access, sizeof(o->access), value, name, where);
 	else if (!strcmp(name, "aws_secret_access_key"))
-		snprintf(w->out->secret, sizeof(w->out->secret), "%s", value);
+		rc = put(o->secret, sizeof(o->secret), value, name, where);
 	else if (!strcmp(name, "aws_session_token"))
-		snprintf(w->out->token, sizeof(w->out->token), "%s", value);
+		rc = put(o->token, sizeof(o->token), value, name, where);
+	if (rc && !w->err)
+		w->err = rc;
 	return 0;
 }
 
 static int from_file(const char *file, const char *profile,
 		     struct s3_creds *out)
 {
-	struct want w = { profile, out, 0 };
+	struct want w = { file, profile, out, 0, 0 };
 	int rc = cfgfile_each(file, on_ini, &w);
 
 	if (rc < 0) {
@@ -49,6 +77,10 @@ static int from_file(const char *file, const char *profile,
 		fprintf(stderr, "fusefs: credentials file %s: syntax error on line %d\n",
 			file, rc);
 		return -EINVAL;
+	}
+	if (w.err) {
+		creds_wipe(out);
+		return w.err;
 	}
 	if (!w.found || !out->access[0] || !out->secret[0]) {
 		fprintf(stderr, "fusefs: credentials file %s has no complete profile [%s]\n",
@@ -119,10 +151,15 @@ static int load(const struct fusefs_conf *cf, struct s3_creds *out)
 	if (ak && *ak && sk && *sk) {
 		const char *tok = getenv("AWS_SESSION_TOKEN");
 
-		snprintf(out->access, sizeof(out->access), "%s", ak);
-		snprintf(out->secret, sizeof(out->secret), "%s", sk);
-		if (tok)
-			snprintf(out->token, sizeof(out->token), "%s", tok);
+		if (put(out->access, sizeof(out->access), ak,
+			"AWS_ACCESS_KEY_ID", "the environment") ||
+		    put(out->secret, sizeof(out->secret), sk,
+			"AWS_SECRET_ACCESS_KEY", "the environment") ||
+		    (tok && put(out->token, sizeof(out->token), tok,
+				"AWS_SESSION_TOKEN", "the environment"))) {
+			creds_wipe(out);
+			return -EINVAL;
+		}
 		snprintf(out->from, sizeof(out->from), "environment");
 		pthread_mutex_lock(&env_lock);
 		env_copy = *out;

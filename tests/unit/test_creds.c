@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* secrets leave the environment and the process is not dumpable (creds.c) */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 
 #include "conf.h"
@@ -89,11 +93,56 @@ static void test_unreadable_file_says_why(void)
 	CHECK(strstr(err, "cannot read credentials file /: Is a directory"));
 }
 
+/*
+ * A value longer than fusefs holds is refused by name, never cut (a cut
+ * secret fails every signature with a 403 nobody can explain) and never
+ * shown.
+ */
+static void test_too_long_is_refused(void)
+{
+	char path[] = "/tmp/fusefs-creds-XXXXXX", err[1024];
+	struct fusefs_conf cf = { 0 };
+	size_t n = 5000;
+	char *tok = malloc(n + 1);
+	FILE *f;
+	int fd, rc;
+
+	memset(tok, 'T', n);
+	tok[n] = '\0';
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "[default]\naws_access_key_id = AKID\n"
+		"aws_secret_access_key = sec\naws_session_token = %s\n", tok);
+	fclose(f);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	cf.s3_credentials_file = path;
+	load_capturing(&cf, &rc, err, sizeof(err));
+	CHECK_INT(rc, ==, -EINVAL);
+	CHECK(strstr(err, "aws_session_token from "));
+	CHECK(strstr(err, "[default] line 4 is 5000 bytes long, more than the 4095 fusefs takes"));
+	CHECK(!strstr(err, "TTTT"));
+	unlink(path);
+
+	cf.s3_credentials_file = NULL;
+	tok[300] = '\0';
+	setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", tok, 1);
+	load_capturing(&cf, &rc, err, sizeof(err));
+	CHECK_INT(rc, ==, -EINVAL);
+	CHECK(strstr(err, "AWS_SECRET_ACCESS_KEY from the environment is 300 bytes long, more than the 255 fusefs takes"));
+	CHECK(!strstr(err, "TTTT"));
+	CHECK(!getenv("AWS_SECRET_ACCESS_KEY"));	/* wiped all the same */
+	free(tok);
+}
+
 int main(void)
 {
 	runner_name = "test_creds";
 	TEST(test_env_secrets_wiped);
 	TEST(test_core_dumps_kept_on_request);
 	TEST(test_unreadable_file_says_why);
+	TEST(test_too_long_is_refused);
 	return runner_done();
 }
