@@ -255,6 +255,16 @@ int cache_evict_file(struct cache *c, uint64_t fid);
 /* cache_set_future() - give the policy the future (lists.h); its
  * functions (policy.h) run under the cache lock */
 void cache_set_future(struct cache *c, const struct policy_future *f);
+/*
+ * cache_set_kernel_check() - @held(@arg, fid): may the kernel still read a
+ * data file of @fid it was given (a passthrough backing file, which new
+ * opens of the inode share even after the object changed)?  Asked under
+ * the cache lock when an entry's data file goes: such a file is unlinked
+ * (the kernel keeps reading the unlinked file), never emptied and reused
+ * as a spare.  NULL: nothing is held.  Unset it before @arg goes.
+ */
+void cache_set_kernel_check(struct cache *c,
+			    bool (*held)(void *arg, uint64_t fid), void *arg);
 /* cache_heat_each() - @fn for every file with heat, under the cache lock
  * (@fn must not call the cache); stops on != 0, which it returns */
 int cache_heat_each(struct cache *c,

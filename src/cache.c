@@ -196,6 +196,8 @@ static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 		g->gen = ce->gen;
 		g->fd = ce->fd;
 		g->dfd = ce->dfd;
+		g->spare = !c->kernel_held ||
+			   !c->kernel_held(c->kernel_arg, ce->fid);
 		g->next = c->graves;
 		c->graves = g;
 		g->todo = l->graves;
@@ -226,8 +228,8 @@ static void later_run(struct cache *c, struct later *l)
 		return;
 	for (g = l->graves; g; g = g->todo) {
 		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
-		if (!spare_keep(c, path, g->fd) && unlink(path) &&
-		    errno != ENOENT)
+		if (!(g->spare && spare_keep(c, path, g->fd)) &&
+		    unlink(path) && errno != ENOENT)
 			log_warn("cannot remove %s: %s", path, strerror(errno));
 		if (g->fd >= 0)
 			close(g->fd);
@@ -589,6 +591,15 @@ void cache_set_future(struct cache *c, const struct policy_future *f)
 {
 	pthread_mutex_lock(&c->lock);
 	policy_set_future(&c->pol, f);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_set_kernel_check(struct cache *c,
+			    bool (*held)(void *arg, uint64_t fid), void *arg)
+{
+	pthread_mutex_lock(&c->lock);
+	c->kernel_held = held;
+	c->kernel_arg = arg;
 	pthread_mutex_unlock(&c->lock);
 }
 

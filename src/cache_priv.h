@@ -62,6 +62,7 @@ struct centry {
 struct grave {
 	uint64_t fid, gen;
 	int fd, dfd;		/* still open (an idle entry's): closed first */
+	bool spare;		/* may become a spare: the kernel holds it not */
 	struct grave *next;	/* in cache.graves */
 	struct grave *todo;	/* in the burying thread's list */
 };
@@ -109,6 +110,9 @@ struct cache {
 	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
 	struct spares spares;	/* its own lock (a leaf) */
+	/* cache_set_kernel_check(); called under the lock */
+	bool (*kernel_held)(void *arg, uint64_t fid);
+	void *kernel_arg;
 };
 
 static inline uint64_t blocks(uint64_t len)

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 
-from checks import cached, flip_cached_byte, rnd
+from checks import cached, data_files, flip_cached_byte, rnd, spare_files
 from mountlib import binary_for_others, wait_for
 from util import CHUNK, put, read_uncached
 
@@ -152,6 +152,37 @@ def test_changed_file_is_not_served_from_the_old_backing_file(mounter, src):
         f.write(b"B" * 7000)
     assert read_uncached(m.path("c")) == b"B" * 7000
     assert m.stats()["stale_objects"] == 1
+
+
+def test_shared_old_backing_file_is_never_emptied(mounter, src, tmp_path):
+    """an open that joined an older version's backing file (the inode had a
+    passthrough open when the object changed) still reads that version
+    whole once the older version's entry goes: its data file is unlinked,
+    never emptied and reused as a spare (cache_set_kernel_check())"""
+    old, new = rnd(CHUNK + 5, 10), rnd(CHUNK + 9, 11)
+    put(src, {"s": old})
+    cache = str(tmp_path / "cache")
+    m = mounter("--revalidate", "0", cache=cache)
+    warm(m, "s", old)
+    until_passthrough(m, "s", old)
+    n = m.stats()["passthrough_opens"]
+    (v1,) = data_files(cache)
+    a = open(m.path("s"), "rb")
+    with open(src / "s", "wb") as f:
+        f.write(new)
+    b = open(m.path("s"), "rb")             # the new version's entry, the old backing
+    try:
+        assert m.stats()["passthrough_opens"] == n + 2
+        a.close()                           # the old version's entry goes
+        assert wait_for(lambda: v1 not in data_files(cache))
+        assert m.stats()["stale_objects"] == 1
+        os.posix_fadvise(b.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        assert b.read() == old
+    finally:
+        a.close()
+        b.close()
+    assert spare_files(cache) == []
+    assert read_uncached(m.path("s")) == new
 
 
 def test_one_mode_per_inode(mounter, src):
