@@ -24,7 +24,8 @@
  * before numbers existed.  A numbered publish: below the current number
  * it is stale (-ESTALE, nothing changes; unless the list was idle: then
  * it starts afresh); equal to it, it replaces the current order and keeps
- * the reader's progress; above it, it is queued in number order (one
+ * the reader's progress (an idle list starts afresh here too; a text
+ * with a begin is never idle); above it, it is queued in number order (one
  * with the same number replaced; -EBUSY if LIST_QUEUE_MAX later epochs
  * are already queued).  Once the current epoch was read to its end a
  * later publish first advances to the queued epoch (or to none).

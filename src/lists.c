@@ -762,10 +762,12 @@ static enum list_outcome place_numbered(const struct lists *l,
 		advance(r, false);
 		c = r->cur ? r->cur->no : LIST_NO_EPOCH;
 	}
-	if (c != LIST_NO_EPOCH && e->no < c) {
+	if (c != LIST_NO_EPOCH &&
+	    (e->no < c || (idle && r->cur && e->no == c))) {
 		if (!idle)
 			return LO_STALE;
-		/* the reader went away: a new run may number from 0 */
+		/* the reader went away: a new run may number from 0, or
+		 * from where the old one was (its progress is not ours) */
 		drop_stragglers(r);
 		retire(r);
 		drop_queued(r, 0, true);
@@ -869,7 +871,8 @@ static enum list_outcome refusal(const struct shape *s, int64_t no, bool idle)
 static int publish_locked(struct lists *l, struct rlist *r, struct epoch *e,
 			  struct list_report *rep, uint64_t now)
 {
-	bool idle = is_idle(l, r, now);
+	/* a begin says where the reader is: not idle then */
+	bool idle = is_idle(l, r, now) && !rep->begin;
 	int64_t bno = LIST_NO_EPOCH;
 	struct shape s;
 	int rc = 0;

@@ -1362,6 +1362,27 @@ static void test_idle_list(void)
 	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 15, NULL), ==, 0);
 	CHECK_INT(EPOCH(l, "b"), ==, 0);
 	CHECK_INT(FILES(l, "b"), ==, 5);
+	/* ... or at the same number: not the old run's progress either */
+	lists_note_open(l, F(10), true);
+	lists_note_open(l, F(11), true);
+	CHECK_INT(READ(l, "b"), ==, 2);
+	CHECK_INT(publish_range(l, "b", "# epoch 1\n", 10, 15, NULL), ==, 0);
+	fake_ms += 20000;
+	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 15, NULL), ==, 0);
+	CHECK_INT(EPOCH(l, "b"), ==, 0);
+	CHECK_INT(READ(l, "b"), ==, 0);
+	CHECK_INT(POS(l, "b"), ==, 0);
+	CHECK_INT(QUEUED(l, "b"), ==, 0);	/* the old run's epoch 1 */
+	CHECK_INT(lists_next_use(l, F(10)), ==, 0);
+	/* while active, the same number keeps what was read */
+	lists_note_open(l, F(10), true);
+	CHECK_INT(publish_range(l, "b", "# epoch 0\n", 10, 15, NULL), ==, 0);
+	CHECK_INT(READ(l, "b"), ==, 1);
+	/* and an idle list's begin with the same number resumes where told */
+	fake_ms += 20000;
+	CHECK_INT(publish_range(l, "b", "# epoch 0\n# begin 0 at 3\n", 10, 15,
+				NULL), ==, 0);
+	CHECK_INT(POS(l, "b"), ==, 3);
 	/* 0: never idle */
 	lists_set_idle(l, 0);
 	fake_ms += 1000000;
