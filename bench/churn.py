@@ -22,6 +22,11 @@ Reported per configuration, over epochs 1.. of all rounds: the daemon's CPU (use
 (bytes_from_backend); data files created per epoch (`data_file_opens` minus
 `data_files_reused`) and made of spares (`data_files_reused`). JSON (--out) and a
 Markdown table on stdout.
+
+Run as root the mounts use passthrough where the kernel offers it: files read by the
+kernel are *lent* and never become spares (docs/architecture.md, "Spare data files");
+`--fusefs-args "--passthrough off"` measures the daemon path (a non-root mount).
+`--dir` on another file system (e.g. a journaled ext4) measures that file system.
 """
 
 import argparse
@@ -80,7 +85,7 @@ def run_config(a, work, names, binary, mode):
     cache_mib = len(names) * a.kib // 1024 // 2
     cmd = [binary, "mount", "file://" + os.path.join(work, "src"), mnt, "-f",
            "--cache-dir", cache, "--cache-size", "%dM" % cache_mib,
-           "--evict", "heat" if mode == "heat" else "auto"]
+           "--evict", "heat" if mode == "heat" else "auto"] + a.fusefs_args.split()
     logf = open(os.path.join(work, "fusefs.log"), "ab")
     proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
     out = []
@@ -156,6 +161,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--fusefs-args", default="",
+                    help="extra mount options for every configuration, e.g. --passthrough off")
     a = ap.parse_args()
     bl.require_bin("churn bench", a.bin)
     work = tempfile.mkdtemp(prefix="fusefs-churn.", dir=a.dir)

@@ -215,7 +215,11 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
  * to read directly: only when every chunk is on disk and verified (chunks
  * from an earlier run still unverified, when no verifier did it before,
  * are verified now, on the caller's thread) and the
- * file is exactly the object's size (O_DIRECT padding cut off).
+ * file is exactly the object's size (O_DIRECT padding cut off).  From then
+ * on the file is *lent*: the kernel may read it after every open closed
+ * (a mapping made through a passthrough open maps the backing file), so it
+ * is never changed in place again (no chunk evicted from it alone) and,
+ * when it goes, unlinked, never reused as a spare.
  * Return: an fd (owned by the cache, valid while @ce is open), -EAGAIN
  * if the file is not complete, -errno.
  */
@@ -255,16 +259,6 @@ int cache_evict_file(struct cache *c, uint64_t fid);
 /* cache_set_future() - give the policy the future (lists.h); its
  * functions (policy.h) run under the cache lock */
 void cache_set_future(struct cache *c, const struct policy_future *f);
-/*
- * cache_set_kernel_check() - @held(@arg, fid): may the kernel still read a
- * data file of @fid it was given (a passthrough backing file, which new
- * opens of the inode share even after the object changed)?  Asked under
- * the cache lock when an entry's data file goes: such a file is unlinked
- * (the kernel keeps reading the unlinked file), never emptied and reused
- * as a spare.  NULL: nothing is held.  Unset it before @arg goes.
- */
-void cache_set_kernel_check(struct cache *c,
-			    bool (*held)(void *arg, uint64_t fid), void *arg);
 /* cache_heat_each() - @fn for every file with heat, under the cache lock
  * (@fn must not call the cache); stops on != 0, which it returns */
 int cache_heat_each(struct cache *c,

@@ -66,12 +66,6 @@ int passthrough_acquire(struct passthrough *pt, uint64_t ino, int file_fd);
 /* passthrough_release() - one open of @ino closed */
 void passthrough_release(struct passthrough *pt, uint64_t ino);
 /*
- * passthrough_holds() - may the kernel read a backing file of @ino: it has
- * opens in passthrough mode (their backing file may be an older version's
- * data file).  Takes the passthrough lock (a leaf).
- */
-bool passthrough_holds(struct passthrough *pt, uint64_t ino);
-/*
  * passthrough_backing_open() - register @fd (a cache file opened for
  * reading) with the kernel.  Return: a backing id > 0, or -errno.
  */

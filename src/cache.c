@@ -186,18 +186,24 @@ static bool grave_pending_locked(const struct cache *c, uint64_t fid)
 	return false;
 }
 
-/* @ce's data file is to go: out of the table already, freed here */
+/*
+ * @ce's data file is to go: out of the table already, freed here.  Its
+ * file is unlinked, or kept as a spare if no one else may read it; a stale
+ * entry whose version came back (A, B, then A again: one gen, one path)
+ * leaves the file to the live entry.
+ */
 static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 {
 	struct grave *g = malloc(sizeof(*g));
+	const struct centry *live = htab_get(&c->tab, ce->fid);
 
 	if (g) {
 		g->fid = ce->fid;
 		g->gen = ce->gen;
 		g->fd = ce->fd;
 		g->dfd = ce->dfd;
-		g->spare = !c->kernel_held ||
-			   !c->kernel_held(c->kernel_arg, ce->fid);
+		g->keep = live && live != ce && live->gen == ce->gen;
+		g->spare = !ce->lent;
 		g->next = c->graves;
 		c->graves = g;
 		g->todo = l->graves;
@@ -228,7 +234,7 @@ static void later_run(struct cache *c, struct later *l)
 		return;
 	for (g = l->graves; g; g = g->todo) {
 		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
-		if (!(g->spare && spare_keep(c, path, g->fd)) &&
+		if (!g->keep && !(g->spare && spare_keep(c, path, g->fd)) &&
 		    unlink(path) && errno != ENOENT)
 			log_warn("cannot remove %s: %s", path, strerror(errno));
 		if (g->fd >= 0)
@@ -342,7 +348,7 @@ static void drop_victim_locked(struct cache *c, struct centry *v,
 {
 	if (!v)
 		return;
-	if (take >= v->used)
+	if (take >= v->used || v->lent)	/* lent: never punched */
 		evict_locked(c, v, l);
 	else
 		drop_tail_locked(c, v, take, l);
@@ -591,15 +597,6 @@ void cache_set_future(struct cache *c, const struct policy_future *f)
 {
 	pthread_mutex_lock(&c->lock);
 	policy_set_future(&c->pol, f);
-	pthread_mutex_unlock(&c->lock);
-}
-
-void cache_set_kernel_check(struct cache *c,
-			    bool (*held)(void *arg, uint64_t fid), void *arg)
-{
-	pthread_mutex_lock(&c->lock);
-	c->kernel_held = held;
-	c->kernel_arg = arg;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1262,6 +1259,9 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 	/* the tail of an O_DIRECT write is padding past the end: cut it */
 	if ((uint64_t)st.st_size > ce->size && ftruncate(ce->fd, ce->size))
 		return -errno;
+	pthread_mutex_lock(&c->lock);
+	ce->lent = true;	/* never changed in place again */
+	pthread_mutex_unlock(&c->lock);
 	return ce->fd;
 }
 

@@ -37,6 +37,15 @@ struct centry {
 	bool opening;		/* a thread opens the data files (no lock) */
 	bool on_disk;		/* cache_load: its data file was found */
 	/*
+	 * Its data file was given to the kernel (a passthrough backing
+	 * file): a mapping made through an open of it reads the file after
+	 * that open's RELEASE, for as long as it lives, and an open of a
+	 * newer version may share it.  So the file is never changed in place
+	 * again: no chunk punched (the whole file goes), never made a spare
+	 * (unlinked: the kernel keeps reading the unlinked inode).
+	 */
+	bool lent;
+	/*
 	 * data file: buffered, O_DIRECT (-1: closed).  Set under the lock;
 	 * read without it by holders of a reference.  A read on an open
 	 * file handle is ordered before that handle's release (which may
@@ -62,7 +71,8 @@ struct centry {
 struct grave {
 	uint64_t fid, gen;
 	int fd, dfd;		/* still open (an idle entry's): closed first */
-	bool spare;		/* may become a spare: the kernel holds it not */
+	bool spare;		/* may become a spare (not lent) */
+	bool keep;		/* a live entry has the same path: leave it */
 	struct grave *next;	/* in cache.graves */
 	struct grave *todo;	/* in the burying thread's list */
 };
@@ -110,9 +120,6 @@ struct cache {
 	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
 	struct spares spares;	/* its own lock (a leaf) */
-	/* cache_set_kernel_check(); called under the lock */
-	bool (*kernel_held)(void *arg, uint64_t fid);
-	void *kernel_arg;
 };
 
 static inline uint64_t blocks(uint64_t len)

@@ -654,12 +654,6 @@ static void on_added(void *arg, uint64_t parent, const char *name)
 	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
 }
 
-/* a backing file of @fid may still be read by the kernel (cache.h) */
-static bool kernel_holds(void *arg, uint64_t fid)
-{
-	return passthrough_holds(arg, fid);
-}
-
 int fs_run(const struct fs_deps *d, int ready_fd)
 {
 	const struct fusefs_conf *cf = d->cf;
@@ -717,7 +711,6 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	/* before the loop, so the INIT reply can ask for passthrough */
 	passthrough_setup(&fs.pt, fs.se, cf->passthrough ? PASSTHROUGH_AUTO :
 			  PASSTHROUGH_OFF);
-	cache_set_kernel_check(d->cache, kernel_holds, fs.pt);
 	fs.ra_mnt = fd_mount ? NULL : real;	/* raised after INIT: fs_init() */
 	rc = nsmgr_start(d->nm, &(struct nsmgr_hooks){ .on_swap = on_swap,
 		.on_change = on_change, .on_added = on_added, .arg = &fs });
@@ -756,7 +749,6 @@ out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
-	cache_set_kernel_check(d->cache, NULL, NULL);
 	passthrough_destroy(fs.pt);
 	return rc;
 }

@@ -307,20 +307,6 @@ void passthrough_release(struct passthrough *pt, uint64_t ino)
 	}
 }
 
-bool passthrough_holds(struct passthrough *pt, uint64_t ino)
-{
-	const struct pt_inode *pi;
-	bool held;
-
-	if (!passthrough_active(pt))
-		return false;
-	pthread_mutex_lock(&pt->lock);
-	pi = htab_get(&pt->inodes, ino);
-	held = pi && (pi->opening || pi->backing_id > 0);
-	pthread_mutex_unlock(&pt->lock);
-	return held;
-}
-
 bool passthrough_active(const struct passthrough *pt)
 {
 	return pt && pt->active;

@@ -158,7 +158,7 @@ def test_shared_old_backing_file_is_never_emptied(mounter, src, tmp_path):
     """an open that joined an older version's backing file (the inode had a
     passthrough open when the object changed) still reads that version
     whole once the older version's entry goes: its data file is unlinked,
-    never emptied and reused as a spare (cache_set_kernel_check())"""
+    never emptied and reused as a spare (the file was lent: cache.h)"""
     old, new = rnd(CHUNK + 5, 10), rnd(CHUNK + 9, 11)
     put(src, {"s": old})
     cache = str(tmp_path / "cache")

@@ -9,6 +9,7 @@
 
 #include "cachenv.h"
 #include "../../src/cache_priv.h"	/* spare_keep(), spare_take() */
+#include "chunkbuf.h"
 
 static void test_chunk_len(void)
 {
@@ -389,6 +390,23 @@ static uint64_t last_needed(void *arg, uint64_t fid, uint64_t *after)
 	return fid == fid_last ? 1000ULL << 20 : 0;
 }
 
+/* a cache of 6 chunks; a (cached), b and c of 2 chunks (+5 bytes for a and
+ * b), b's file needed last (fid_last) */
+static void three_objects(struct env *e, char *got, const char *da,
+			  const char *db, const char *dc)
+{
+	struct centry *ce;
+
+	env_init(e, 6 * CS, 0, READ_DIRECT);
+	mem_put(e->be, "a", da, 2 * CS + 5);
+	mem_put(e->be, "b", db, 2 * CS + 5);
+	mem_put(e->be, "c", dc, 2 * CS);
+	fid_last = hash64("b", 1, 3);
+	ce = attach(e, "a", NULL);
+	CHECK_INT(read_all(e, ce, got, 2 * CS + 5), ==, 0);
+	cache_detach(e->cache, ce);
+}
+
 /*
  * Evicting the tail chunks of a file from an earlier run that were not
  * verified yet takes them out of the unverified counts too (the verifier
@@ -403,14 +421,7 @@ static void test_tail_eviction_of_unverified_chunks(void)
 	uint32_t n, left = 0;
 	int i;
 
-	env_init(&e, 6 * CS, 0, READ_DIRECT);
-	mem_put(e.be, "a", da, 2 * CS + 5);
-	mem_put(e.be, "b", db, 2 * CS + 5);
-	mem_put(e.be, "c", dc, 2 * CS);
-	fid_last = hash64("b", 1, 3);
-	ce = attach(&e, "a", NULL);
-	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
-	cache_detach(e.cache, ce);
+	three_objects(&e, got, da, db, dc);
 	ce = attach(&e, "b", NULL);
 	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
 	cache_detach(e.cache, ce);
@@ -613,6 +624,122 @@ static void test_spare_pool(void)
 	env_fini(&e);
 }
 
+/*
+ * A file given to the kernel (cache_passthrough_fd()) may be read after
+ * every open closed (a mapping of the backing file): an eviction that
+ * would take only its last chunks takes the whole file, and its data file
+ * is unlinked, never punched, emptied or reused; what the kernel holds
+ * reads the object whole.
+ */
+static void test_lent_file_is_never_changed_in_place(void)
+{
+	char *got = malloc(4 * CS), *da = pattern(2 * CS + 5, 1),
+	     *db = pattern(2 * CS + 5, 2), *dc = pattern(2 * CS, 3);
+	struct centry *ce, *b;
+	struct stat sb;
+	struct env e;
+	bool empty;
+	int i, kfd;
+
+	three_objects(&e, got, da, db, dc);
+	b = attach(&e, "b", NULL);
+	CHECK_INT(read_all(&e, b, got, 2 * CS + 5), ==, 0);
+	for (i = 0; i < 200 && !cache_is_complete(e.cache, b); i++)
+		usleep(10000);		/* stored after the reply */
+	kfd = cache_passthrough_fd(e.cache, b);
+	CHECK(kfd >= 0);
+	kfd = dup(kfd);			/* what the kernel would hold */
+	cache_detach(e.cache, b);
+	cache_set_future(e.cache, &(struct policy_future){ .one = last_needed });
+	/* c needs room: b, needed last, would give up its last chunks */
+	ce = attach(&e, "c", NULL);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
+	for (i = 0; i < 200 && !cache_is_complete(e.cache, ce); i++)
+		usleep(10000);
+	cache_detach(e.cache, ce);
+	b = attach(&e, "b", NULL);
+	CHECK_INT(cache_chunk_state(e.cache, b, 0), ==, CH_ABSENT);	/* all */
+	cache_detach(e.cache, b);
+	CHECK_INT(spares_on_disk(&e, &empty), ==, 0);
+	CHECK_INT(fstat(kfd, &sb), ==, 0);
+	CHECK_INT(sb.st_nlink, ==, 0);			/* unlinked */
+	memset(got, 0, 4 * CS);
+	CHECK_INT(pread(kfd, got, 4 * CS, 0), ==, 2 * CS + 5);
+	CHECK(!memcmp(got, db, 2 * CS + 5));
+	close(kfd);
+	env_fini(&e);
+	free(got);
+	free(da);
+	free(db);
+	free(dc);
+}
+
+/*
+ * An object that goes A -> B -> A while a reader holds A: the stale entry
+ * and the new one of A share one data file path.  When the stale one
+ * goes the file stays the new entry's, whole (review of b5800ba).
+ */
+static struct centry *attach_version(struct env *e, uint64_t fid,
+				     const char *version, uint64_t size)
+{
+	struct ns_attr a = { .size = size };
+	struct centry *ce = NULL;
+	bool changed;
+
+	snprintf(a.version, sizeof(a.version), "%s", version);
+	CHECK_INT(cache_attach(e->cache, fid, "k", &a, &ce, &changed), ==, 0);
+	return ce;
+}
+
+/* store @data (2 chunks) into @ce as if fetched */
+static void store_two(struct env *e, struct centry *ce, const char *data)
+{
+	uint32_t n;
+
+	for (n = 0; n < 2; n++) {
+		struct chunkbuf *cb = chunkbuf_new(CS);
+
+		CHECK(cb != NULL);
+		memcpy(cb->data, data + (size_t)n * CS, CS);
+		cb->len = CS;
+		CHECK_INT(cache_claim(e->cache, ce, n), ==, CH_ABSENT);
+		CHECK_INT(cache_store_chunk(e->cache, ce, n, cb,
+					    hash64(cb->data, CS, 0),
+					    ADMIT_DEMAND), ==, 0);
+		chunkbuf_put(cb);
+	}
+}
+
+static void test_version_back_keeps_its_file(void)
+{
+	char *da = pattern(2 * CS, 1), *dx = pattern(2 * CS, 99),
+	     *got = malloc(2 * CS);
+	struct centry *e1, *e2, *e3, *x;
+	struct env e;
+
+	env_init(&e, 64 * CS, 0, READ_BUFFERED);
+	e1 = attach_version(&e, 77, "A", 2 * CS);	/* a reader keeps it */
+	store_two(&e, e1, da);
+	e2 = attach_version(&e, 77, "B", 2 * CS);	/* rewritten */
+	cache_detach(e.cache, e2);
+	e3 = attach_version(&e, 77, "A", 2 * CS);	/* and restored */
+	CHECK(e3 != e1);
+	store_two(&e, e3, da);
+	cache_detach(e.cache, e1);		/* the stale one goes */
+	x = attach_version(&e, 99, "X", 2 * CS);	/* a new data file */
+	store_two(&e, x, dx);
+	cache_detach(e.cache, x);
+	CHECK_INT(do_read(&e, e3, 0, 4096, got), ==, 4096);
+	CHECK(!memcmp(got, da, 4096));
+	CHECK_INT(do_read(&e, e3, CS, 4096, got), ==, 4096);
+	CHECK(!memcmp(got, da + CS, 4096));
+	cache_detach(e.cache, e3);
+	env_fini(&e);
+	free(da);
+	free(dx);
+	free(got);
+}
+
 int main(void)
 {
 	runner_name = "test_cache";
@@ -631,5 +758,7 @@ int main(void)
 	TEST(test_tail_eviction_of_unverified_chunks);
 	TEST(test_evicted_files_become_spares);
 	TEST(test_spare_pool);
+	TEST(test_lent_file_is_never_changed_in_place);
+	TEST(test_version_back_keeps_its_file);
 	return runner_done();
 }
