@@ -15,6 +15,7 @@
  * it).
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,7 +37,11 @@ void spares_init(struct cache *c)
 {
 	struct spares *s = &c->spares;
 	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
 	unsigned i;
+	int fd;
+	DIR *d;
 
 	pthread_mutex_init(&s->lock, NULL);
 	s->nfull = s->nfree = 0;
@@ -46,13 +51,28 @@ void spares_init(struct cache *c)
 			 path, strerror(errno));
 		return;
 	}
-	/* the last run's spares: empty, but who knows; a slot whose file
-	 * cannot go is left out */
+	/* the last run's spares, and anything else in there: they hold no
+	 * cached bytes; a slot whose name cannot go is left out */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		log_warn("cannot open %s (evicted data files are removed instead): %s",
+			 path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(fd, de->d_name, 0);
 	for (i = SPARES_MAX; i-- > 0;) {
-		spare_path(c, i, path, sizeof(path));
-		if (unlink(path) == 0 || errno == ENOENT)
+		char name[16];
+
+		snprintf(name, sizeof(name), "%u", i);
+		if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW))
 			s->free[s->nfree++] = (uint16_t)i;
 	}
+	closedir(d);
 }
 
 void spares_destroy(struct cache *c)
@@ -114,6 +134,7 @@ bool spare_keep(struct cache *c, const char *path, int fd)
 bool spare_take(struct cache *c, const char *path)
 {
 	char sp[PATH_MAX];
+	struct stat st;
 	int slot = slot_get(&c->spares, true);
 
 	if (slot < 0)
@@ -126,8 +147,7 @@ bool spare_take(struct cache *c, const char *path)
 	}
 	/* EEXIST: @path is there already; ENOENT: its directory is not
 	 * (yet), or the spare went (someone else's doing) */
-	if (errno == ENOENT && faccessat(AT_FDCWD, sp, F_OK,
-					 AT_SYMLINK_NOFOLLOW))
+	if (errno == ENOENT && fstatat(AT_FDCWD, sp, &st, AT_SYMLINK_NOFOLLOW))
 		slot_put(&c->spares, slot, false);
 	else if (errno == EEXIST || errno == ENOENT)
 		slot_put(&c->spares, slot, true);

@@ -554,6 +554,8 @@ static void test_evicted_files_become_spares(void)
 	env_stop(&e);
 	snprintf(path, sizeof(path), "%s/data/spare/7", e.dir);
 	put_file(path, "left by a crash");
+	snprintf(path, sizeof(path), "%s/data/spare/1000", e.dir);
+	put_file(path, "a slot of a build with more of them");
 	env_start(&e);
 	CHECK_INT(spares_on_disk(&e, &empty), ==, 0);
 	reads = mem_reads(e.be);
