@@ -80,7 +80,7 @@ void spares_destroy(struct cache *c)
 	pthread_mutex_destroy(&c->spares.lock);
 }
 
-/* a slot from @from (full or free), or -1 */
+/* a slot from the full stack (@full) or the free one, or -1 */
 static int slot_get(struct spares *s, bool full)
 {
 	int slot = -1;
@@ -135,7 +135,7 @@ bool spare_take(struct cache *c, const char *path)
 {
 	char sp[PATH_MAX];
 	struct stat st;
-	int slot = slot_get(&c->spares, true);
+	int slot = slot_get(&c->spares, true), err;
 
 	if (slot < 0)
 		return false;
@@ -147,9 +147,10 @@ bool spare_take(struct cache *c, const char *path)
 	}
 	/* EEXIST: @path is there already; ENOENT: its directory is not
 	 * (yet), or the spare went (someone else's doing) */
-	if (errno == ENOENT && fstatat(AT_FDCWD, sp, &st, AT_SYMLINK_NOFOLLOW))
+	err = errno;
+	if (err == ENOENT && fstatat(AT_FDCWD, sp, &st, AT_SYMLINK_NOFOLLOW))
 		slot_put(&c->spares, slot, false);
-	else if (errno == EEXIST || errno == ENOENT)
+	else if (err == EEXIST || err == ENOENT)
 		slot_put(&c->spares, slot, true);
 	else if (unlink(sp) == 0 || errno == ENOENT)
 		slot_put(&c->spares, slot, false);
