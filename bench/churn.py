@@ -20,7 +20,8 @@ rank's files in order with 1 MiB reads after dropping the file's page cache
 Reported per configuration, over epochs 1.. of all rounds: the daemon's CPU (user + system,
 /proc/PID/stat) per file read, median and range; epoch time; backend MiB per epoch
 (bytes_from_backend); data files created per epoch (`data_file_opens` minus
-`data_files_reused`) and made of spares (`data_files_reused`). JSON (--out) and a
+`data_files_reused`) and made of spares (`data_files_reused`); the daemon's peak RSS
+(VmHWM) per mount, median and range over the rounds. JSON (--out) and a
 Markdown table on stdout.
 
 Run as root the mounts use passthrough where the kernel offers it: files read by the
@@ -119,6 +120,9 @@ def run_config(a, work, names, binary, mode):
             log("%s %s epoch %d: %.1f s, %.0f us/file, %.0f MiB, created %d reused %d" % (
                 binary, mode, e, t1 - t0, out[-1]["us_per_file"], out[-1]["backend_mib"],
                 out[-1]["created"], out[-1]["reused"]))
+        peak = bl.rss_kib(proc.pid, "VmHWM") / 1024
+        for x in out:
+            x["peak_rss_mib"] = peak        # of the whole mount
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
         try:
@@ -136,16 +140,17 @@ def med_range(v, fmt):
 
 def table(results):
     rows = ["| Configuration | daemon CPU per file, us | epoch s | backend MiB / epoch "
-            "| data files created / epoch | made of spares / epoch |",
-            "|---|---|---|---|---|---|"]
+            "| data files created / epoch | made of spares / epoch | daemon peak RSS, MiB |",
+            "|---|---|---|---|---|---|---|"]
     for name, epochs in results.items():
         ep = [x for x in epochs if x["epoch"] > 0]
-        rows.append("| %s | %s | %s | %s | %s | %s |" % (
+        rows.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             name, med_range([x["us_per_file"] for x in ep], "%.0f"),
             med_range([x["secs"] for x in ep], "%.1f"),
             med_range([x["backend_mib"] for x in ep], "%.0f"),
             med_range([x["created"] for x in ep], "%d"),
-            med_range([x["reused"] for x in ep], "%d")))
+            med_range([x["reused"] for x in ep], "%d"),
+            med_range([x["peak_rss_mib"] for x in ep if x["epoch"] == 1], "%.0f")))
     return "\n".join(rows)
 
 

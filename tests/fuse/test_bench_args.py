@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
                                            ("open", "bench-open"),
                                            ("listing", "listing bench"),
                                            ("scale", "scale bench"),
-                                           ("memory", "memory bench")])
+                                           ("memory", "memory bench"),
+                                           ("churn", "churn bench")])
 def test_defaults_get_as_far_as_the_binary(script, prefix):
     if os.geteuid() != 0:
         pytest.skip("the scripts check for root first")
