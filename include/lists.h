@@ -285,11 +285,26 @@ void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
  * mark moves it on.  So a round after an open costs the files past the
  * mark, not the whole window; a full lists_window() + lists_set_ready()
  * now and then sees files evicted behind the mark.
+ * Past the file at its ready mark a list's window goes on at its work
+ * mark if that is further (lists_note_worked()); *@jumped is the index
+ * of the first file after such a jump (@max if no list jumped).
  */
 size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
-			  size_t max);
+			  size_t max, size_t *jumped);
 void lists_extend_ready(struct lists *l, const uint64_t *fids,
 			const bool *ready, size_t n);
+/*
+ * lists_note_worked() - the prefetcher left nothing to do for @fids[0..n)
+ * (each on disk, on its way there, staged in memory, or not needed): each
+ * list's work mark moves over the run of them after it.  @from_low: the
+ * files came from lists_window() (from each reader on; the mark may move
+ * back), else from lists_window_ahead() (the run starts where that window
+ * went on).  The work mark only saves looking again: a file before it
+ * whose state changes (a failed fetch, an eviction) is seen by the next
+ * full round.  May allocate; on -ENOMEM the marks stay as they were.
+ */
+void lists_note_worked(struct lists *l, const uint64_t *fids, size_t n,
+		       bool from_low);
 
 /* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);

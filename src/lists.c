@@ -34,6 +34,12 @@ struct epoch {
 	uint64_t opened, ready;	/* first opens, of which fully cached */
 };
 
+/* a position in a list's epochs: ent i of the epoch with this serial */
+struct mark {
+	uint64_t serial;	/* 0: none */
+	uint32_t i;
+};
+
 struct rlist {
 	char name[LIST_NAME_MAX];
 	struct epoch *cur;	/* NULL: none yet, or waiting for @want */
@@ -48,9 +54,11 @@ struct rlist {
 	double last_ratio;	/* hit ratio of the previous epoch, -1 none */
 	double stop;		/* where the previous epoch ended, as a
 				 * fraction of its list (1: at its end) */
-	uint64_t mark_serial;	/* ready mark: every unread file from low */
-	uint32_t mark_i;	/* up to ent mark_i of the epoch with this
-				 * serial was on disk when last looked at */
+	struct mark ready;	/* every unread file before it was on disk
+				 * when last looked at */
+	struct mark work;	/* every unread file before it was on disk,
+				 * on its way there or staged: nothing left
+				 * to do (lists_window_ahead()) */
 	uint64_t active_ms;	/* last open, publish or begin */
 	struct list_report last_report;
 };
@@ -1359,38 +1367,60 @@ static const struct ent *cursor_next(struct cursor *c)
 	}
 }
 
-/* @c at @r's ready mark, if it is still in @r's epochs (else at low) */
-static bool cursor_at_mark(struct cursor *c, const struct rlist *r)
+/*
+ * @c at @m, if it is still in @r's epochs (else at low).  A mark in a
+ * queued epoch is gone once an epoch before it was parsed after it (the
+ * current one replaced, say): what it says about the files before it was
+ * said of other files.  Serials grow with each parse.
+ */
+static bool cursor_at(struct cursor *c, const struct rlist *r,
+		      const struct mark *m)
 {
 	unsigned k;
 
 	cursor_init(c, r);
-	if (!r->mark_serial)
+	if (!m->serial)
 		return false;
-	if (r->cur && r->cur->serial == r->mark_serial) {
-		if (r->mark_i < r->cur->low || r->mark_i > r->cur->n)
+	if (r->cur && r->cur->serial == m->serial) {
+		if (m->i < r->cur->low || m->i > r->cur->n)
 			return false;
-		c->i = r->mark_i;
+		c->i = m->i;
 		return true;
 	}
-	for (k = 0; k < r->nq; k++)
-		if (r->q[k]->serial == r->mark_serial &&
-		    r->mark_i <= r->q[k]->n) {
+	if (r->cur && r->cur->serial > m->serial)
+		return false;
+	for (k = 0; k < r->nq; k++) {
+		if (r->q[k]->serial == m->serial && m->i <= r->q[k]->n) {
 			c->ep = (int)k;
-			c->i = r->mark_i;
+			c->i = m->i;
 			return true;
 		}
+		if (r->q[k]->serial > m->serial)
+			return false;
+	}
 	return false;
 }
 
-/* @c's position becomes @r's ready mark */
-static void set_mark(struct rlist *r, const struct cursor *c)
+static bool cursor_at_mark(struct cursor *c, const struct rlist *r)
+{
+	return cursor_at(c, r, &r->ready);
+}
+
+/* is @a's position before @b's (both of one list)? */
+static bool cursor_before(const struct cursor *a, const struct cursor *b)
+{
+	return a->ep < b->ep || (a->ep == b->ep && a->i < b->i);
+}
+
+/* @c's position as a mark */
+static void set_mark(struct mark *m, const struct rlist *r,
+		     const struct cursor *c)
 {
 	const struct epoch *e = c->ep < 0 ? r->cur :
 		(unsigned)c->ep < r->nq ? r->q[c->ep] : NULL;
 
-	r->mark_serial = e ? e->serial : 0;
-	r->mark_i = c->i;
+	m->serial = e ? e->serial : 0;
+	m->i = c->i;
 }
 
 /* the lead: files and bytes from @r's low to its ready mark */
@@ -1404,27 +1434,38 @@ static void lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
 		return;
 	cursor_init(&c, r);
 	/* x is at (c.ep, c.i - 1) once returned */
-	while ((x = cursor_next(&c)) &&
-	       (c.ep < m.ep || (c.ep == m.ep && c.i <= m.i))) {
+	while ((x = cursor_next(&c)) && !cursor_before(&m, &c)) {
 		(*files)++;
 		*bytes += x->size;
 	}
 }
 
+/*
+ * Up to @max files, round-robin over the active lists: each from its low
+ * (after @skip files), or with @ahead from its ready mark, and after the
+ * file there on from its work mark if that is further (*@jumped: the
+ * index of the first file past a jump, or @max if none).
+ */
 static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
-		     bool *current, size_t max)
+		     bool *current, size_t max, size_t *jumped)
 {
-	struct cursor cur[LISTS_MAX];
+	struct cursor cur[LISTS_MAX], work[LISTS_MAX];
+	bool first[LISTS_MAX], landed[LISTS_MAX];
 	unsigned i, n = 0;
 	size_t out = 0, k;
 	bool more = true;
 	uint64_t now;
 
+	if (jumped)
+		*jumped = max;
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);
 	for (i = 0; i < l->n; i++) {
 		if (is_idle(l, l->l[i], now))
 			continue;
+		first[n] = ahead &&
+			cursor_at(&work[n], l->l[i], &l->l[i]->work);
+		landed[n] = false;
 		if (ahead)
 			cursor_at_mark(&cur[n], l->l[i]);
 		else
@@ -1446,10 +1487,19 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 				cur[i].r = NULL;
 				continue;
 			}
+			if (landed[i] && jumped && *jumped == max)
+				*jumped = out;
+			landed[i] = false;
 			if (current)
 				current[out] = cur[i].ep < 0;
 			fids[out++] = x->fid;
 			more = true;
+			/* past the file at the ready mark: on at the work mark */
+			if (first[i] && cursor_before(&cur[i], &work[i])) {
+				cur[i] = work[i];
+				landed[i] = true;
+			}
+			first[i] = false;
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
@@ -1459,19 +1509,54 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids,
 		    bool *current, size_t max)
 {
-	return window(l, skip, false, fids, current, max);
+	return window(l, skip, false, fids, current, max, NULL);
 }
 
 size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
-			  size_t max)
+			  size_t max, size_t *jumped)
 {
-	return window(l, 0, true, fids, current, max);
+	return window(l, 0, true, fids, current, max, jumped);
 }
 
-/* move each list's ready mark over the run of @ready files after it
- * (from low with @from_low) */
-static void mark_ready(struct lists *l, const uint64_t *fids, const bool *ready,
-		       size_t n, bool from_low)
+/*
+ * Move each list's ready mark (@work: its work mark) over the run of
+ * @set's files after it: from low with @from_low, else from the mark (the
+ * work mark: from where the last window went on, the further of the two).
+ */
+static void move_marks(struct lists *l, const uint64_t *set, size_t ns,
+		       bool from_low, bool work)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&l->lock);
+	for (i = 0; i < l->n; i++) {
+		struct rlist *r = l->l[i];
+		const struct ent *x;
+		struct cursor c, w, at;
+		uint64_t files = 0;
+
+		if (from_low) {
+			cursor_init(&c, r);
+		} else {
+			cursor_at_mark(&c, r);
+			if (work && cursor_at(&w, r, &r->work) &&
+			    cursor_before(&c, &w))
+				c = w;
+		}
+		at = c;
+		while (files < ns && (x = cursor_next(&c)) &&
+		       bsearch(&x->fid, set, ns, sizeof(*set), cmp_u64)) {
+			files++;
+			at = c;
+		}
+		set_mark(work ? &r->work : &r->ready, r, &at);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* move_marks() over those of @n files with @yes[i] (all if @yes is NULL) */
+static void mark_run(struct lists *l, const uint64_t *fids, const bool *yes,
+		     size_t n, bool from_low, bool work)
 {
 	uint64_t *set = malloc((n ? n : 1) * sizeof(*set));
 	size_t i, ns = 0;
@@ -1479,42 +1564,29 @@ static void mark_ready(struct lists *l, const uint64_t *fids, const bool *ready,
 	if (!set)
 		return;
 	for (i = 0; i < n; i++)
-		if (ready[i])
+		if (!yes || yes[i])
 			set[ns++] = fids[i];
 	qsort(set, ns, sizeof(*set), cmp_u64);
-	pthread_mutex_lock(&l->lock);
-	for (i = 0; i < l->n; i++) {
-		struct rlist *r = l->l[i];
-		const struct ent *x;
-		struct cursor c, at;
-		uint64_t files = 0;
-
-		if (from_low)
-			cursor_init(&c, r);
-		else
-			cursor_at_mark(&c, r);
-		at = c;
-		while (files < ns && (x = cursor_next(&c)) &&
-		       bsearch(&x->fid, set, ns, sizeof(*set), cmp_u64)) {
-			files++;
-			at = c;
-		}
-		set_mark(r, &at);
-	}
-	pthread_mutex_unlock(&l->lock);
+	move_marks(l, set, ns, from_low, work);
 	free(set);
 }
 
 void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
 		     size_t n)
 {
-	mark_ready(l, fids, ready, n, true);
+	mark_run(l, fids, ready, n, true, false);
 }
 
 void lists_extend_ready(struct lists *l, const uint64_t *fids,
 			const bool *ready, size_t n)
 {
-	mark_ready(l, fids, ready, n, false);
+	mark_run(l, fids, ready, n, false, false);
+}
+
+void lists_note_worked(struct lists *l, const uint64_t *fids, size_t n,
+		       bool from_low)
+{
+	mark_run(l, fids, NULL, n, from_low, true);
 }
 
 /* ---- texts ---- */

@@ -15,14 +15,23 @@
 #define IDLE_MS		200
 /*
  * A round starts at each list's ready mark (lists_window_ahead(): the
- * files before it were found on disk) and looks at AHEAD_FILES files at
- * most; so a round after an open costs the files past the mark, not a
- * name-space and cache lookup per file of the whole window.  Every
- * RECHECK_ROUNDS-th round walks the whole window from the readers (a
- * file evicted behind a mark is fetched again).
+ * files before it were found on disk), looks at the file there, and goes
+ * on at the list's work mark (the files before it had nothing left to
+ * do: on disk, in flight, staged) for AHEAD_FILES files at most; so a
+ * round after an open or a finished fetch costs a few name-space and
+ * cache lookups, not one per file of the whole window or of the files
+ * staged ahead.  Every RECHECK_ROUNDS-th round walks the whole window
+ * from the readers and sets both marks afresh (a file evicted, dropped
+ * from memory or whose fetch failed behind a mark is fetched again).
  */
 #define AHEAD_FILES	256
 #define RECHECK_ROUNDS	16
+/*
+ * ... and not sooner than RECHECK_MS after the last full round: rounds
+ * follow every open and every finished fetch (thousands a second with
+ * small files), and a full round looks at up to WINDOW_FILES files.
+ */
+#define RECHECK_MS	100
 
 struct prefetcher {
 	struct lists *lists;
@@ -36,8 +45,14 @@ struct prefetcher {
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
 	bool *current;		/* fids[i] is in its list's current epoch */
+	bool work_refused;	/* the last round had refused a chunk where
+				 * it stopped (at the work marks) */
 	/* every RECHECK_ROUNDS-th looks at all; atomic for tests to read */
 	atomic_uint rounds;
+	unsigned since_full;	/* rounds since the last full one */
+	int64_t full_ms;	/* when it was (bg_mono_ms()) */
+	atomic_uint full_rounds;	/* for tests */
+	atomic_ulong looked;	/* files looked at by the rounds (tests) */
 };
 
 static void on_done(void *arg, bool stored)
@@ -180,15 +195,34 @@ static bool staging(struct prefetcher *p, struct centry *ce,
 	return false;
 }
 
+/* is this round a full one (the first, then RECHECK_ROUNDS, RECHECK_MS)? */
+static bool full_round(struct prefetcher *p)
+{
+	unsigned n = atomic_fetch_add(&p->rounds, 1);
+	int64_t now;
+
+	if (n && ++p->since_full < RECHECK_ROUNDS)
+		return false;
+	now = bg_mono_ms();
+	if (n && now - p->full_ms < RECHECK_MS)
+		return false;
+	p->since_full = 0;
+	p->full_ms = now;
+	atomic_fetch_add(&p->full_rounds, 1);
+	return true;
+}
+
 /* one pass over the window */
 static void round_once(struct prefetcher *p)
 {
-	bool full = !(atomic_fetch_add(&p->rounds, 1) % RECHECK_ROUNDS);
+	bool full = full_round(p);
 	bool busy = false;
 	bool refused = false;	/* only staging from here on */
-	size_t i, n = full ? lists_window(p->lists, 0, p->fids, p->current,
-					  WINDOW_FILES) :
-		lists_window_ahead(p->lists, p->fids, p->current, AHEAD_FILES);
+	size_t i, done = 0, jumped = 0;
+	size_t n = full ? lists_window(p->lists, 0, p->fids, p->current,
+				       WINDOW_FILES) :
+		lists_window_ahead(p->lists, p->fids, p->current, AHEAD_FILES,
+				   &jumped);
 
 	if (full) {
 		/* room may have appeared without a reader moving: victims that
@@ -203,10 +237,16 @@ static void round_once(struct prefetcher *p)
 		struct centry *ce;
 		struct cache_ident ci;
 
+		/* past the work mark: what the walk there had refused */
+		if (!full && i == jumped)
+			refused |= p->work_refused;
 		p->ready[i] = false;
+		atomic_fetch_add_explicit(&p->looked, 1, memory_order_relaxed);
 		ce = hold(p, p->fids[i], &size);
-		if (!ce)
+		if (!ce) {
+			done++;
 			continue;
+		}
 		cache_ident(ce, &ci);
 		if (!cache_missing(p->c, ce)) {
 			/* ready means on disk, not merely in flight */
@@ -215,6 +255,7 @@ static void round_once(struct prefetcher *p)
 			if (!p->ready[i] && staging(p, ce, &ci))
 				refused = true;
 			cache_busy_put(p->c, ce);
+			done++;
 			continue;
 		}
 		pthread_mutex_lock(&p->lock);
@@ -227,6 +268,7 @@ static void round_once(struct prefetcher *p)
 			busy = fetch_missing(p, ce, &ci, full || !i,
 					     p->current[i], &refused);
 		cache_busy_put(p->c, ce);
+		done += !busy;
 	}
 	/* each list's lead: the ready files at the head of its window */
 	if (full) {
@@ -236,6 +278,10 @@ static void round_once(struct prefetcher *p)
 	}
 	else
 		lists_extend_ready(p->lists, p->fids, p->ready, i);
+	/* where the next round goes on (a full one: from the readers) */
+	lists_note_worked(p->lists, p->fids, done, full);
+	if (full || i > jumped || jumped >= n)	/* stopped past the marks */
+		p->work_refused = refused;
 }
 
 static int64_t prefetch_tick(void *arg)

@@ -710,7 +710,7 @@ static const char *ahead(struct lists *l)
 {
 	static char buf[256];
 	uint64_t fids[16];
-	size_t i, n = lists_window_ahead(l, fids, NULL, 16), at = 0;
+	size_t i, n = lists_window_ahead(l, fids, NULL, 16, NULL), at = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < n; i++)
@@ -765,6 +765,73 @@ static void test_window_ahead(void)
 	/* a new order of the current epoch: its mark is gone */
 	CHECK_INT(publish(l, "a", "# epoch 0\nf4\nf2\n", NULL), ==, 0);
 	CHECK_STR(ahead(l), "f4 f4 f1");
+	lists_destroy(l);
+}
+
+/* @set ("fN fN"): nothing left to do there (from each reader with @low) */
+static void worked(struct lists *l, const char *set, bool low)
+{
+	uint64_t fids[32];
+	size_t n = 0;
+	const char *p = set;
+
+	while (*p && n < 32) {
+		fids[n++] = F(strtoul(p + 1, (char **)&p, 10));
+		while (*p == ' ')
+			p++;
+	}
+	lists_note_worked(l, fids, n, low);
+}
+
+/* where lists_window_ahead() jumped to the work mark, or -1 */
+static int jumped_at(struct lists *l)
+{
+	uint64_t fids[16];
+	size_t jumped;
+
+	lists_window_ahead(l, fids, NULL, 16, &jumped);
+	return jumped == 16 ? -1 : (int)jumped;
+}
+
+/*
+ * The work mark: past the file at its ready mark a list's window goes on
+ * where the last round left nothing to do, so files staged or in flight
+ * ahead are not looked at again by every round.
+ */
+static void test_work_mark(void)
+{
+	struct lists *l = lists_create();
+
+	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\nf5\nf6\nf7\n", NULL), ==, 0);
+	set_ready(l, "f1");
+	CHECK_STR(ahead(l), "f2 f3 f4 f5 f6 f7");
+	CHECK_INT(jumped_at(l), ==, -1);
+	worked(l, "f2 f3 f4", false);		/* staged, say */
+	CHECK_STR(ahead(l), "f2 f5 f6 f7");	/* f2 is looked at again */
+	CHECK_INT(jumped_at(l), ==, 1);
+	worked(l, "f2 f5", false);		/* on from the work mark */
+	CHECK_STR(ahead(l), "f2 f6 f7");
+	worked(l, "f7", false);			/* not after the mark */
+	CHECK_STR(ahead(l), "f2 f6 f7");
+	/* the reader passes the ready mark: from low, then the work mark */
+	lists_note_open(l, F(1), true);
+	lists_note_open(l, F(2), false);
+	CHECK_STR(ahead(l), "f3 f6 f7");
+	/* a full round sets it from the reader on: it may move back */
+	worked(l, "f3", true);
+	CHECK_STR(ahead(l), "f3 f4 f5 f6 f7");
+	CHECK_INT(jumped_at(l), ==, -1);
+	/* two lists: each its own marks, round-robin */
+	CHECK_INT(publish(l, "b", "f8\nf9\nf10\nf11\n", NULL), ==, 0);
+	worked(l, "f3 f4 f5 f8 f9", true);
+	CHECK_STR(ahead(l), "f3 f8 f6 f10 f7 f11");
+	CHECK_INT(jumped_at(l), ==, 2);
+	/* into the queued epoch, and a new order of the current one */
+	CHECK_INT(publish(l, "a", "f5\nf4\n", NULL), ==, 0);
+	worked(l, "f6 f7 f5", false);
+	CHECK_STR(ahead(l), "f3 f8 f4 f10 f11");
+	CHECK_INT(publish(l, "a", "# epoch 0\nf3\nf5\nf6\n", NULL), ==, 0);
+	CHECK_STR(ahead(l), "f3 f8 f5 f10 f6 f11 f5 f4");
 	lists_destroy(l);
 }
 
@@ -1434,6 +1501,7 @@ int main(void)
 	TEST(test_positions_and_hits);
 	TEST(test_lead);
 	TEST(test_window_ahead);
+	TEST(test_work_mark);
 	TEST(test_headers);
 	TEST(test_numbered_queue);
 	TEST(test_refused_begin_changes_nothing);

@@ -300,6 +300,94 @@ static void test_staged_past_the_full_window_stay(void)
 	free(data);
 }
 
+/*
+ * Files staged ahead are not looked at again by every round: past the
+ * file at its ready mark a round goes on at the list's work mark.  50
+ * files of 4 KiB fill the cache, the 150 after them are staged; then 64
+ * rounds (4 of them full ones, which walk all 200 files) look at a few
+ * files each.  Before the work mark every round looked at all 150 staged
+ * files (AHEAD_FILES is 256).  And what the marks skip is still done
+ * once it is wanted: staged files go to disk when the policy wants them.
+ */
+static void test_rounds_skip_staged_files(void)
+{
+	enum { ON_DISK = 50, LISTED = 200 };
+	struct list_report rep;
+	struct penv p = { 0 };
+	char *data = pattern(4096, 5), *text, name[16];
+	size_t len = 0;
+	unsigned i, start, reads, nrounds;
+	unsigned long looked;
+	FILE *f = open_memstream(&text, &len);
+
+	env_init(&p.e, ON_DISK * 4096ULL, 0, READ_DIRECT);
+	for (i = 0; i <= LISTED; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		mem_put(p.e.be, name, data, 4096);
+		if (i < LISTED)
+			fprintf(f, "%s\n", name);
+	}
+	fclose(f);
+	penv_open(&p);
+	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
+		  ==, 0);
+	CHECK_INT(lists_publish(p.lists, "rank0", text, len, resolve, &p,
+				&rep), ==, 0);
+	CHECK_INT(rep.accepted, ==, LISTED);
+	prefetch_published(p.pf);
+	snprintf(name, sizeof(name), "f%u", LISTED - 1);
+	for (i = 0; i < 3000 && !(staged(&p, name) && on_disk(&p, "f49")); i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	CHECK(on_disk(&p, "f49"));
+	CHECK(staged(&p, "f50"));
+	CHECK(staged(&p, name));
+	/* settled: count what the next rounds look at */
+	reads = mem_reads(p.e.be);
+	start = rounds(&p);
+	looked = atomic_load(&p.pf->looked);
+	for (i = 0; i < 2000 && rounds(&p) < start + 4 * RECHECK_ROUNDS; i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	nrounds = rounds(&p) - start;
+	looked = atomic_load(&p.pf->looked) - looked;
+	CHECK_INT(nrounds, >=, 4 * RECHECK_ROUNDS);
+	/* full rounds: all 200; the others: the mark's file and one more */
+	CHECK_INT(looked, <=, (nrounds / RECHECK_ROUNDS + 1) * LISTED +
+		  nrounds * 4);
+	CHECK_INT(mem_reads(p.e.be), ==, reads);	/* none fetched again */
+	CHECK(staged(&p, name));
+	/* the reader reads f0..f49 and the next epoch (f200) is queued: the
+	 * rounds still store the staged files the policy now wants on disk
+	 * (f50..f99, before f200 in the future) from memory */
+	CHECK_INT(lists_publish(p.lists, "rank0", "f200\n", 5, resolve, &p,
+				&rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	for (i = 0; i < ON_DISK; i++) {
+		uint64_t fid, size;
+
+		snprintf(name, sizeof(name), "f%u", i);
+		CHECK_INT(resolve(&p, name, strlen(name), &fid, &size), ==, 0);
+		lists_note_open(p.lists, fid, true);
+	}
+	prefetch_kick(p.pf);
+	for (i = 0; i < 3000 && !on_disk(&p, "f99"); i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	CHECK(on_disk(&p, "f50"));
+	CHECK(on_disk(&p, "f99"));
+	CHECK(!on_disk(&p, "f100"));
+	CHECK(!on_disk(&p, "f200"));
+	CHECK_INT(mem_reads(p.e.be), ==, reads);	/* from memory */
+
+	penv_fini(&p);
+	free(text);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_prefetch";
@@ -307,5 +395,6 @@ int main(void)
 	TEST(test_staged_in_flight_keeps_later_files_off_disk);
 	TEST(test_refused_prefetch_is_written_from_memory_later);
 	TEST(test_staged_past_the_full_window_stay);
+	TEST(test_rounds_skip_staged_files);
 	return runner_done();
 }
