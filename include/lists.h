@@ -286,11 +286,14 @@ void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
  * mark, not the whole window; a full lists_window() + lists_set_ready()
  * now and then sees files evicted behind the mark.
  * Past the file at its ready mark a list's window goes on at its work
- * mark if that is further (lists_note_worked()); *@jumped is the index
- * of the first file after such a jump (@max if no list jumped).
+ * mark if that is further (lists_note_worked()).  *@marks: how many of
+ * the files are those at the lists' ready marks (the first, one per
+ * list); *@jumped: the index of the first file after a jump to a work
+ * mark, the count returned if a list jumped and nothing came after it,
+ * SIZE_MAX if no list jumped.
  */
 size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
-			  size_t max, size_t *jumped);
+			  size_t max, size_t *marks, size_t *jumped);
 void lists_extend_ready(struct lists *l, const uint64_t *fids,
 			const bool *ready, size_t n);
 /*

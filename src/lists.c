@@ -26,7 +26,7 @@ struct epoch {
 	struct htab by_fid;	/* fid -> ent */
 	uint64_t bytes;
 	int64_t no;		/* epoch number */
-	uint64_t serial;	/* unique per parsed list (ready marks) */
+	uint64_t serial;	/* unique, grows with each publish (marks) */
 	uint64_t *read;		/* bit per ent: opened this epoch */
 	uint32_t low;		/* first ent neither read nor skipped */
 	uint32_t high;		/* one past the furthest ent opened */
@@ -70,6 +70,7 @@ struct lists {
 	struct rlist *l[LISTS_MAX];
 	unsigned n;
 	uint64_t gen;		/* see lists_sync() */
+	uint64_t serials;	/* the last epoch's serial (placed in order) */
 	uint64_t nreads;	/* files marked read, ever */
 	uint64_t reads[LISTS_READS];	/* the latest of them, by nreads */
 	unsigned window;	/* out-of-order window, files */
@@ -398,7 +399,6 @@ static int epoch_grow(struct epoch *e, size_t *cap)
 static int parse(const char *text, size_t len, list_resolve_fn resolve,
 		 void *arg, struct list_report *rep, struct epoch **out)
 {
-	static uint64_t serials;
 	struct epoch *e = calloc(1, sizeof(*e));
 	size_t at = 0, cap = 0;
 	bool in_header = true;
@@ -406,7 +406,6 @@ static int parse(const char *text, size_t len, list_resolve_fn resolve,
 	*out = NULL;
 	if (!e)
 		return -ENOMEM;
-	e->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	htab_init(&e->by_fid, ent_key);
 	while (at < len) {
 		const char *line = text + at, *nl = memchr(line, '\n', len - at);
@@ -608,6 +607,13 @@ static struct epoch *pop_queued(struct rlist *r)
 	return e;
 }
 
+/* @r's marks say nothing any more (its current epoch's read files or
+ * expected end changed under them) */
+static void forget_marks(struct rlist *r)
+{
+	r->ready.serial = r->work.serial = 0;
+}
+
 static void make_current(struct rlist *r, struct epoch *e, uint64_t at)
 {
 	r->cur = e;
@@ -668,6 +674,7 @@ static int64_t begin(struct rlist *r, int64_t no, uint64_t at)
 	no = begin_number(r, no);
 	if (r->cur && r->cur->no == no) {
 		restart(r->cur, at);	/* from the start, or resumed */
+		forget_marks(r);
 		return no;
 	}
 	if (was == LIST_NO_EPOCH || no > was)
@@ -885,6 +892,9 @@ static int publish_locked(struct lists *l, struct rlist *r, struct epoch *e,
 	struct shape s;
 	int rc = 0;
 
+	if (e)
+		e->serial = ++l->serials;	/* see cursor_at() */
+
 	if (rep->begin)
 		bno = begin_number(r, rep->begin_epoch != LIST_NO_EPOCH ?
 				   rep->begin_epoch : rep->epoch);
@@ -1006,8 +1016,10 @@ static void open_current(struct lists *l, struct rlist *r,
 		if (x->idx >= e->low + ooo_window(l, e))
 			l->gen++;	/* a jump: the files passed move */
 		mark_read(l, e, x->idx, ready);
-		if (expected_end(r, e) != end)
+		if (expected_end(r, e) != end) {
 			l->gen++;	/* the queued epochs' uses move */
+			forget_marks(r);	/* files come before them */
+		}
 		note_read(l, x->fid);
 	}
 	if (r->nstrag && e->high > ooo_window(l, e))
@@ -1443,21 +1455,21 @@ static void lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
 /*
  * Up to @max files, round-robin over the active lists: each from its low
  * (after @skip files), or with @ahead from its ready mark, and after the
- * file there on from its work mark if that is further (*@jumped: the
- * index of the first file past a jump, or @max if none).
+ * file there on from its work mark if that is further.  With @ahead,
+ * *@marks: how many files the first pass gave (one per list, at its ready
+ * mark); *@jumped: the index of the first file after a jump, @out if a
+ * list jumped and none came after, SIZE_MAX if none jumped.
  */
 static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
-		     bool *current, size_t max, size_t *jumped)
+		     bool *current, size_t max, size_t *marks, size_t *jumped)
 {
 	struct cursor cur[LISTS_MAX], work[LISTS_MAX];
 	bool first[LISTS_MAX], landed[LISTS_MAX];
 	unsigned i, n = 0;
-	size_t out = 0, k;
-	bool more = true;
+	size_t out = 0, k, pass = 0, jump = SIZE_MAX;
+	bool more = true, any = false;
 	uint64_t now;
 
-	if (jumped)
-		*jumped = max;
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);
 	for (i = 0; i < l->n; i++) {
@@ -1487,8 +1499,8 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 				cur[i].r = NULL;
 				continue;
 			}
-			if (landed[i] && jumped && *jumped == max)
-				*jumped = out;
+			if (landed[i] && jump == SIZE_MAX)
+				jump = out;
 			landed[i] = false;
 			if (current)
 				current[out] = cur[i].ep < 0;
@@ -1497,25 +1509,31 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 			/* past the file at the ready mark: on at the work mark */
 			if (first[i] && cursor_before(&cur[i], &work[i])) {
 				cur[i] = work[i];
-				landed[i] = true;
+				landed[i] = any = true;
 			}
 			first[i] = false;
 		}
+		if (!pass)
+			pass = out;
 	}
 	pthread_mutex_unlock(&l->lock);
+	if (marks)
+		*marks = pass;
+	if (jumped)
+		*jumped = any && jump == SIZE_MAX ? out : jump;
 	return out;
 }
 
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids,
 		    bool *current, size_t max)
 {
-	return window(l, skip, false, fids, current, max, NULL);
+	return window(l, skip, false, fids, current, max, NULL, NULL);
 }
 
 size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
-			  size_t max, size_t *jumped)
+			  size_t max, size_t *marks, size_t *jumped)
 {
-	return window(l, 0, true, fids, current, max, jumped);
+	return window(l, 0, true, fids, current, max, marks, jumped);
 }
 
 /*

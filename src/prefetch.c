@@ -212,17 +212,24 @@ static bool full_round(struct prefetcher *p)
 	return true;
 }
 
-/* one pass over the window */
+/*
+ * One pass over the window.  The first file of each list (at its ready
+ * mark: the first one not on disk) is rechecked (fetch_missing()).  What
+ * the walk had refused where it stopped is kept for the next round, which
+ * goes on there (the work marks): the state before the file it stopped
+ * at, whose own refusal it will ask about again.
+ */
 static void round_once(struct prefetcher *p)
 {
 	bool full = full_round(p);
 	bool busy = false;
 	bool refused = false;	/* only staging from here on */
-	size_t i, done = 0, jumped = 0;
+	bool refused_done = false;	/* ... before fids[done] */
+	size_t i, done = 0, marks = 0, jumped = SIZE_MAX;
 	size_t n = full ? lists_window(p->lists, 0, p->fids, p->current,
 				       WINDOW_FILES) :
 		lists_window_ahead(p->lists, p->fids, p->current, AHEAD_FILES,
-				   &jumped);
+				   &marks, &jumped);
 
 	if (full) {
 		/* room may have appeared without a reader moving: victims that
@@ -237,38 +244,44 @@ static void round_once(struct prefetcher *p)
 		struct centry *ce;
 		struct cache_ident ci;
 
-		/* past the work mark: what the walk there had refused */
-		if (!full && i == jumped)
+		/* at the work marks: what the walk there had refused */
+		if (i == jumped) {
 			refused |= p->work_refused;
+			refused_done = refused;
+		}
 		p->ready[i] = false;
 		atomic_fetch_add_explicit(&p->looked, 1, memory_order_relaxed);
 		ce = hold(p, p->fids[i], &size);
-		if (!ce) {
-			done++;
-			continue;
-		}
-		cache_ident(ce, &ci);
-		if (!cache_missing(p->c, ce)) {
-			/* ready means on disk, not merely in flight */
-			p->ready[i] = cache_is_complete(p->c, ce);
-			/* staged, still in flight: refused like a staged one */
-			if (!p->ready[i] && staging(p, ce, &ci))
-				refused = true;
+		if (ce) {
+			cache_ident(ce, &ci);
+			if (!cache_missing(p->c, ce)) {
+				/* ready means on disk, not merely in flight */
+				p->ready[i] = cache_is_complete(p->c, ce);
+				/* staged, still in flight: refused like a
+				 * staged one */
+				if (!p->ready[i] && staging(p, ce, &ci))
+					refused = true;
+			} else {
+				pthread_mutex_lock(&p->lock);
+				busy = p->full;
+				pthread_mutex_unlock(&p->lock);
+				/* the window is a snapshot: a reader may have
+				 * opened the file since, and then it has it
+				 * (or it is not needed again) */
+				if (!busy && (!p->current[i] ||
+					      lists_unread_now(p->lists,
+							       p->fids[i])))
+					busy = fetch_missing(p, ce, &ci,
+							     full || i < marks,
+							     p->current[i],
+							     &refused);
+			}
 			cache_busy_put(p->c, ce);
-			done++;
-			continue;
 		}
-		pthread_mutex_lock(&p->lock);
-		busy = p->full;
-		pthread_mutex_unlock(&p->lock);
-		/* the window is a snapshot: a reader may have opened the file
-		 * since, and then it has it (or it is not needed again) */
-		if (!busy && (!p->current[i] ||
-			      lists_unread_now(p->lists, p->fids[i])))
-			busy = fetch_missing(p, ce, &ci, full || !i,
-					     p->current[i], &refused);
-		cache_busy_put(p->c, ce);
-		done += !busy;
+		if (!busy) {
+			done++;
+			refused_done = refused;
+		}
 	}
 	/* each list's lead: the ready files at the head of its window */
 	if (full) {
@@ -280,8 +293,9 @@ static void round_once(struct prefetcher *p)
 		lists_extend_ready(p->lists, p->fids, p->ready, i);
 	/* where the next round goes on (a full one: from the readers) */
 	lists_note_worked(p->lists, p->fids, done, full);
-	if (full || i > jumped || jumped >= n)	/* stopped past the marks */
-		p->work_refused = refused;
+	/* the flag belongs with the marks if the walk got past them */
+	if (full || jumped == SIZE_MAX || done > jumped)
+		p->work_refused = refused_done;
 }
 
 static int64_t prefetch_tick(void *arg)

@@ -710,7 +710,7 @@ static const char *ahead(struct lists *l)
 {
 	static char buf[256];
 	uint64_t fids[16];
-	size_t i, n = lists_window_ahead(l, fids, NULL, 16, NULL), at = 0;
+	size_t i, n = lists_window_ahead(l, fids, NULL, 16, NULL, NULL), at = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < n; i++)
@@ -783,14 +783,14 @@ static void worked(struct lists *l, const char *set, bool low)
 	lists_note_worked(l, fids, n, low);
 }
 
-/* where lists_window_ahead() jumped to the work mark, or -1 */
-static int jumped_at(struct lists *l)
+/* where lists_window_ahead() jumped to a work mark, or -1; *@marks */
+static int jumped_at(struct lists *l, size_t *marks)
 {
 	uint64_t fids[16];
-	size_t jumped;
+	size_t jumped, m;
 
-	lists_window_ahead(l, fids, NULL, 16, &jumped);
-	return jumped == 16 ? -1 : (int)jumped;
+	lists_window_ahead(l, fids, NULL, 16, marks ? marks : &m, &jumped);
+	return jumped == SIZE_MAX ? -1 : (int)jumped;
 }
 
 /*
@@ -801,14 +801,15 @@ static int jumped_at(struct lists *l)
 static void test_work_mark(void)
 {
 	struct lists *l = lists_create();
+	size_t marks;
 
 	CHECK_INT(publish(l, "a", "f1\nf2\nf3\nf4\nf5\nf6\nf7\n", NULL), ==, 0);
 	set_ready(l, "f1");
 	CHECK_STR(ahead(l), "f2 f3 f4 f5 f6 f7");
-	CHECK_INT(jumped_at(l), ==, -1);
+	CHECK_INT(jumped_at(l, NULL), ==, -1);
 	worked(l, "f2 f3 f4", false);		/* staged, say */
 	CHECK_STR(ahead(l), "f2 f5 f6 f7");	/* f2 is looked at again */
-	CHECK_INT(jumped_at(l), ==, 1);
+	CHECK_INT(jumped_at(l, NULL), ==, 1);
 	worked(l, "f2 f5", false);		/* on from the work mark */
 	CHECK_STR(ahead(l), "f2 f6 f7");
 	worked(l, "f7", false);			/* not after the mark */
@@ -820,18 +821,38 @@ static void test_work_mark(void)
 	/* a full round sets it from the reader on: it may move back */
 	worked(l, "f3", true);
 	CHECK_STR(ahead(l), "f3 f4 f5 f6 f7");
-	CHECK_INT(jumped_at(l), ==, -1);
+	CHECK_INT(jumped_at(l, NULL), ==, -1);
 	/* two lists: each its own marks, round-robin */
 	CHECK_INT(publish(l, "b", "f8\nf9\nf10\nf11\n", NULL), ==, 0);
 	worked(l, "f3 f4 f5 f8 f9", true);
 	CHECK_STR(ahead(l), "f3 f8 f6 f10 f7 f11");
-	CHECK_INT(jumped_at(l), ==, 2);
+	CHECK_INT(jumped_at(l, &marks), ==, 2);
+	CHECK_INT(marks, ==, 2);		/* f3, f8: rechecked */
 	/* into the queued epoch, and a new order of the current one */
 	CHECK_INT(publish(l, "a", "f5\nf4\n", NULL), ==, 0);
 	worked(l, "f6 f7 f5", false);
 	CHECK_STR(ahead(l), "f3 f8 f4 f10 f11");
 	CHECK_INT(publish(l, "a", "# epoch 0\nf3\nf5\nf6\n", NULL), ==, 0);
 	CHECK_STR(ahead(l), "f3 f8 f5 f10 f6 f11 f5 f4");
+	lists_destroy(l);
+
+	/* a jump to the end: nothing after it, still a jump */
+	l = lists_create();
+	CHECK_INT(publish(l, "a", "# epoch 0\nf1\nf2\nf3\nf4\nf5\n", NULL),
+		  ==, 0);
+	worked(l, "f1 f2 f3 f4 f5", true);
+	CHECK_STR(ahead(l), "f1");
+	CHECK_INT(jumped_at(l, &marks), ==, 1);
+	CHECK_INT(marks, ==, 1);
+	/* a begin of the current epoch again (a restart): the marks go */
+	worked(l, "f1 f2 f3", true);
+	CHECK_STR(ahead(l), "f1 f4 f5");
+	lists_note_open(l, F(1), true);
+	lists_note_open(l, F(2), true);
+	CHECK_STR(ahead(l), "f3 f4 f5");
+	CHECK_INT(publish(l, "a", "# begin 0\n", NULL), ==, 0);
+	CHECK_INT(POS(l, "a"), ==, 0);
+	CHECK_STR(ahead(l), "f1 f2 f3 f4 f5");
 	lists_destroy(l);
 }
 

@@ -118,6 +118,24 @@ static unsigned rounds(struct penv *p)
 	return atomic_load(&p->pf->rounds);
 }
 
+/* rounds that walked the whole window (RECHECK_ROUNDS, RECHECK_MS) */
+static unsigned full_rounds(struct penv *p)
+{
+	return atomic_load(&p->pf->full_rounds);
+}
+
+/* kick the prefetcher until @n more full rounds ran */
+static void await_full_rounds(struct penv *p, unsigned n)
+{
+	unsigned i, start = full_rounds(p);
+
+	for (i = 0; i < 3000 && full_rounds(p) < start + n; i++) {
+		prefetch_kick(p->pf);
+		nap();
+	}
+	CHECK_INT(full_rounds(p), >=, start + n);
+}
+
 /*
  * A file whose chunk is staged and still in flight keeps the files after
  * it off the disk: the room left is for that file, whose reader comes
@@ -136,7 +154,7 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 	struct list_report rep;
 	struct penv p = { 0 };
 	char text[64] = "";
-	unsigned i, start;
+	unsigned i;
 
 	env_init(&p.e, 8 * CS, 0, READ_DIRECT);
 	for (i = 0; i < ARRAY_SIZE(names); i++) {
@@ -163,12 +181,7 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 		CHECK(on_disk(&p, names[i]));
 	CHECK(staged(&p, "f7"));
 	/* two full rounds while f7 is in flight: each rechecks f8 */
-	start = rounds(&p);
-	for (i = 0; i < 1000 && rounds(&p) < start + 2 * RECHECK_ROUNDS; i++) {
-		prefetch_kick(p.pf);
-		nap();
-	}
-	CHECK_INT(rounds(&p), >=, start + 2 * RECHECK_ROUNDS);
+	await_full_rounds(&p, 2);
 	CHECK(!on_disk(&p, "f8"));
 	CHECK(staged(&p, "f8"));
 	CHECK_INT(cache_free(p.e.cache), ==, CS / 2);	/* kept for f7 */
@@ -229,9 +242,9 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 	CHECK_INT(p.e.st.chunks_not_stored, ==, 1);	/* refused: kept */
 	for (i = 0; i < 4; i++)
 		cache_busy_put(p.e.cache, busy[i]);
-	start = rounds(&p);
-	for (i = 0; i < 1000 && !on_disk(&p, "w") &&
-		    rounds(&p) < start + 2 * RECHECK_ROUNDS; i++) {
+	start = full_rounds(&p);
+	for (i = 0; i < 3000 && !on_disk(&p, "w") &&
+		    full_rounds(&p) < start + 2; i++) {
 		prefetch_kick(p.pf);
 		nap();
 	}
@@ -257,7 +270,7 @@ static void test_staged_past_the_full_window_stay(void)
 	struct penv p = { 0 };
 	char *data = pattern(4096, 3), *text, name[16];
 	size_t len = 0;
-	unsigned i, start, reads;
+	unsigned i, reads;
 	FILE *f = open_memstream(&text, &len);
 
 	env_init(&p.e, ON_DISK * 4096ULL, 0, READ_DIRECT);
@@ -275,8 +288,9 @@ static void test_staged_past_the_full_window_stay(void)
 	CHECK_INT(rep.accepted, ==, LISTED);
 	prefetch_published(p.pf);
 	snprintf(name, sizeof(name), "f%u", LISTED - 1);
-	for (i = 0; i < 3000 && !(staged(&p, name) &&
-				  on_disk(&p, "f4199")); i++) {
+	/* staged_chunks counts chunks that arrived: none in flight then */
+	for (i = 0; i < 3000 && !(on_disk(&p, "f4199") &&
+				  p.e.st.staged_chunks >= LISTED - ON_DISK); i++) {
 		prefetch_kick(p.pf);
 		nap();
 	}
@@ -285,12 +299,7 @@ static void test_staged_past_the_full_window_stay(void)
 	CHECK_INT(p.e.st.staged_chunks, >=, LISTED - ON_DISK);
 	/* two full rounds: the staged files are still the reader's next */
 	reads = mem_reads(p.e.be);
-	start = rounds(&p);
-	for (i = 0; i < 1000 && rounds(&p) < start + 2 * RECHECK_ROUNDS; i++) {
-		prefetch_kick(p.pf);
-		nap();
-	}
-	CHECK_INT(rounds(&p), >=, start + 2 * RECHECK_ROUNDS);
+	await_full_rounds(&p, 2);
 	CHECK_INT(p.e.st.staged_unread, ==, 0);
 	CHECK_INT(mem_reads(p.e.be), ==, reads);	/* none fetched again */
 	CHECK(staged(&p, name));
@@ -303,8 +312,8 @@ static void test_staged_past_the_full_window_stay(void)
 /*
  * Files staged ahead are not looked at again by every round: past the
  * file at its ready mark a round goes on at the list's work mark.  50
- * files of 4 KiB fill the cache, the 150 after them are staged; then 64
- * rounds (4 of them full ones, which walk all 200 files) look at a few
+ * files of 4 KiB fill the cache, the 150 after them are staged; then the
+ * rounds (but the full ones, which walk all 200 files) look at a few
  * files each.  Before the work mark every round looked at all 150 staged
  * files (AHEAD_FILES is 256).  And what the marks skip is still done
  * once it is wanted: staged files go to disk when the policy wants them.
@@ -316,7 +325,7 @@ static void test_rounds_skip_staged_files(void)
 	struct penv p = { 0 };
 	char *data = pattern(4096, 5), *text, name[16];
 	size_t len = 0;
-	unsigned i, start, reads, nrounds;
+	unsigned i, start, reads, nrounds, full;
 	unsigned long looked;
 	FILE *f = open_memstream(&text, &len);
 
@@ -336,7 +345,9 @@ static void test_rounds_skip_staged_files(void)
 	CHECK_INT(rep.accepted, ==, LISTED);
 	prefetch_published(p.pf);
 	snprintf(name, sizeof(name), "f%u", LISTED - 1);
-	for (i = 0; i < 3000 && !(staged(&p, name) && on_disk(&p, "f49")); i++) {
+	/* staged_chunks counts chunks that arrived: none in flight then */
+	for (i = 0; i < 3000 && !(on_disk(&p, "f49") &&
+				  p.e.st.staged_chunks >= LISTED - ON_DISK); i++) {
 		prefetch_kick(p.pf);
 		nap();
 	}
@@ -346,17 +357,16 @@ static void test_rounds_skip_staged_files(void)
 	/* settled: count what the next rounds look at */
 	reads = mem_reads(p.e.be);
 	start = rounds(&p);
+	full = full_rounds(&p);
 	looked = atomic_load(&p.pf->looked);
-	for (i = 0; i < 2000 && rounds(&p) < start + 4 * RECHECK_ROUNDS; i++) {
-		prefetch_kick(p.pf);
-		nap();
-	}
+	await_full_rounds(&p, 4);
 	nrounds = rounds(&p) - start;
+	full = full_rounds(&p) - full;
 	looked = atomic_load(&p.pf->looked) - looked;
-	CHECK_INT(nrounds, >=, 4 * RECHECK_ROUNDS);
-	/* full rounds: all 200; the others: the mark's file and one more */
-	CHECK_INT(looked, <=, (nrounds / RECHECK_ROUNDS + 1) * LISTED +
-		  nrounds * 4);
+	CHECK_INT(nrounds, >=, 3 * RECHECK_ROUNDS);	/* between 4 full ones */
+	/* full rounds: all 200 (one may have begun before start); the
+	 * others: the mark's file and one more */
+	CHECK_INT(looked, <=, (full + 1) * LISTED + nrounds * 4);
 	CHECK_INT(mem_reads(p.e.be), ==, reads);	/* none fetched again */
 	CHECK(staged(&p, name));
 	/* the reader reads f0..f49 and the next epoch (f200) is queued: the
