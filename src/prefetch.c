@@ -293,9 +293,13 @@ static void round_once(struct prefetcher *p)
 		lists_extend_ready(p->lists, p->fids, p->ready, i);
 	/* where the next round goes on (a full one: from the readers) */
 	lists_note_worked(p->lists, p->fids, done, full);
-	/* the flag belongs with the marks if the walk got past them */
+	/* the flag belongs with the marks if the walk got past them; else
+	 * the work marks of lists that did not jump moved all the same, and
+	 * what their walk refused must not be lost (a full round resets) */
 	if (full || jumped == SIZE_MAX || done > jumped)
 		p->work_refused = refused_done;
+	else
+		p->work_refused |= refused_done;
 }
 
 static int64_t prefetch_tick(void *arg)
