@@ -257,6 +257,48 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 }
 
 /*
+ * A cache of @cached files of 4 KiB, objects f0..f(@listed + @extra - 1)
+ * of 4 KiB, f0..f(@listed - 1) published as list "rank0" and prefetched:
+ * returns once f(@cached - 1) is on disk and the rest arrived in memory
+ * (staged_chunks counts chunks that arrived: none in flight then).
+ */
+static void staged_list(struct penv *p, unsigned cached, unsigned listed,
+			unsigned extra, int seed)
+{
+	struct list_report rep;
+	char *data = pattern(4096, seed), *text, name[16];
+	size_t len = 0;
+	unsigned i;
+	FILE *f = open_memstream(&text, &len);
+
+	env_init(&p->e, cached * 4096ULL, 0, READ_DIRECT);
+	for (i = 0; i < listed + extra; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		mem_put(p->e.be, name, data, 4096);
+		if (i < listed)
+			fprintf(f, "%s\n", name);
+	}
+	fclose(f);
+	penv_open(p);
+	CHECK_INT(prefetch_create(&p->pf, p->lists, p->nm, p->e.cache,
+				  p->e.fetch), ==, 0);
+	CHECK_INT(lists_publish(p->lists, "rank0", text, len, resolve, p,
+				&rep), ==, 0);
+	CHECK_INT(rep.accepted, ==, listed);
+	prefetch_published(p->pf);
+	snprintf(name, sizeof(name), "f%u", cached - 1);
+	for (i = 0; i < 3000 && !(on_disk(p, name) &&
+				  p->e.st.staged_chunks >= listed - cached); i++) {
+		prefetch_kick(p->pf);
+		nap();
+	}
+	CHECK(on_disk(p, name));
+	CHECK_INT(p->e.st.staged_chunks, >=, listed - cached);
+	free(text);
+	free(data);
+}
+
+/*
  * A list whose reader has more files on disk ahead of it than a full
  * round looks at (WINDOW_FILES): the rounds from the ready marks walk on
  * past that and stage the misses there; a full round must not drop them
@@ -266,37 +308,13 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 static void test_staged_past_the_full_window_stay(void)
 {
 	enum { ON_DISK = WINDOW_FILES + 104, LISTED = ON_DISK + 100 };
-	struct list_report rep;
 	struct penv p = { 0 };
-	char *data = pattern(4096, 3), *text, name[16];
-	size_t len = 0;
-	unsigned i, reads;
-	FILE *f = open_memstream(&text, &len);
+	char name[16];
+	unsigned reads;
 
-	env_init(&p.e, ON_DISK * 4096ULL, 0, READ_DIRECT);
-	for (i = 0; i < LISTED; i++) {
-		snprintf(name, sizeof(name), "f%u", i);
-		mem_put(p.e.be, name, data, 4096);
-		fprintf(f, "%s\n", name);
-	}
-	fclose(f);
-	penv_open(&p);
-	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
-		  ==, 0);
-	CHECK_INT(lists_publish(p.lists, "rank0", text, len, resolve, &p,
-				&rep), ==, 0);
-	CHECK_INT(rep.accepted, ==, LISTED);
-	prefetch_published(p.pf);
+	staged_list(&p, ON_DISK, LISTED, 0, 3);
 	snprintf(name, sizeof(name), "f%u", LISTED - 1);
-	/* staged_chunks counts chunks that arrived: none in flight then */
-	for (i = 0; i < 3000 && !(on_disk(&p, "f4199") &&
-				  p.e.st.staged_chunks >= LISTED - ON_DISK); i++) {
-		prefetch_kick(p.pf);
-		nap();
-	}
-	CHECK(on_disk(&p, "f4199"));
 	CHECK(staged(&p, name));
-	CHECK_INT(p.e.st.staged_chunks, >=, LISTED - ON_DISK);
 	/* two full rounds: the staged files are still the reader's next */
 	reads = mem_reads(p.e.be);
 	await_full_rounds(&p, 2);
@@ -305,8 +323,6 @@ static void test_staged_past_the_full_window_stay(void)
 	CHECK(staged(&p, name));
 
 	penv_fini(&p);
-	free(text);
-	free(data);
 }
 
 /*
@@ -323,35 +339,12 @@ static void test_rounds_skip_staged_files(void)
 	enum { ON_DISK = 50, LISTED = 200 };
 	struct list_report rep;
 	struct penv p = { 0 };
-	char *data = pattern(4096, 5), *text, name[16];
-	size_t len = 0;
+	char name[16];
 	unsigned i, start, reads, nrounds, full;
 	unsigned long looked;
-	FILE *f = open_memstream(&text, &len);
 
-	env_init(&p.e, ON_DISK * 4096ULL, 0, READ_DIRECT);
-	for (i = 0; i <= LISTED; i++) {
-		snprintf(name, sizeof(name), "f%u", i);
-		mem_put(p.e.be, name, data, 4096);
-		if (i < LISTED)
-			fprintf(f, "%s\n", name);
-	}
-	fclose(f);
-	penv_open(&p);
-	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
-		  ==, 0);
-	CHECK_INT(lists_publish(p.lists, "rank0", text, len, resolve, &p,
-				&rep), ==, 0);
-	CHECK_INT(rep.accepted, ==, LISTED);
-	prefetch_published(p.pf);
+	staged_list(&p, ON_DISK, LISTED, 1, 5);		/* and f200 */
 	snprintf(name, sizeof(name), "f%u", LISTED - 1);
-	/* staged_chunks counts chunks that arrived: none in flight then */
-	for (i = 0; i < 3000 && !(on_disk(&p, "f49") &&
-				  p.e.st.staged_chunks >= LISTED - ON_DISK); i++) {
-		prefetch_kick(p.pf);
-		nap();
-	}
-	CHECK(on_disk(&p, "f49"));
 	CHECK(staged(&p, "f50"));
 	CHECK(staged(&p, name));
 	/* settled: count what the next rounds look at */
@@ -394,8 +387,6 @@ static void test_rounds_skip_staged_files(void)
 	CHECK_INT(mem_reads(p.e.be), ==, reads);	/* from memory */
 
 	penv_fini(&p);
-	free(text);
-	free(data);
 }
 
 int main(void)
