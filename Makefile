@@ -58,6 +58,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o
 
 # creds is outside CORE (inih): its test links it and the INI reader
 $(BUILD)/tests/unit/test_creds: $(BUILD)/src/creds.o $(BUILD)/src/cfgfile.o
+$(BUILD)/tests/unit/test_cfgfile: $(BUILD)/src/cfgfile.o
 
 unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"; \

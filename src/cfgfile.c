@@ -17,9 +17,16 @@
 /*
  * inih reads through our reader, which lets us count lines (inih as
  * packaged does not pass line numbers to the handler), strip leading
- * whitespace (no surprising continuation lines), report section
- * headers, and parse lines longer than inih's compiled-in limit of
- * INI_MAX_LINE (200) ourselves instead of letting it split them.
+ * whitespace (no surprising continuation lines) and report section
+ * headers.  Entry lines ("name = value") are split here, by inih's
+ * rules (entry()), and inih is handed a comment in their place: a value
+ * may be a secret (the AWS credentials file), and inih copies each line
+ * into a line buffer on its own stack (INI_MAX_LINE, 200 bytes, as
+ * packaged) that nothing wipes.  That also takes lines of any length.
+ * inih still checks the syntax: a line that is neither a header, a
+ * comment nor an entry reaches it as "?", which it reports.  The lines
+ * themselves are only ever in buffers wiped before they are freed: the
+ * getline() buffer and the stream's own buffer (setvbuf()).
  */
 struct each {
 	FILE *f;
@@ -66,8 +73,9 @@ static void note_section(struct each *e, const char *p)
 	call(e, NULL, NULL);
 }
 
-/* a line inih cannot hold: "name = value ; comment"; false if malformed */
-static bool long_entry(struct each *e, char *p)
+/* an entry line "name = value ; comment" (or a comment line), split as
+ * inih would; false if malformed */
+static bool entry(struct each *e, char *p)
 {
 	char *sep = p + strcspn(p, "=:"), *c;
 
@@ -79,7 +87,7 @@ static bool long_entry(struct each *e, char *p)
 		if (*c == ';' && isspace((unsigned char)c[-1]))
 			return false;
 	*sep = '\0';
-	for (c = sep + 1; *c; c++)
+	for (c = sep + 1; *c; c++)	/* as inih: from right after it */
 		if (*c == ';' && isspace((unsigned char)c[-1])) {
 			*c = '\0';
 			break;
@@ -107,14 +115,14 @@ static char *each_reader(char *str, int num, void *stream)
 	if (e->line == 1 && !strncmp(p, "\xEF\xBB\xBF", 3))
 		p += 3;			/* UTF-8 byte order mark */
 	p = trim(p);
-	if (strlen(p) >= (size_t)num) {
-		/* a malformed line becomes one inih rejects at this number */
-		strcpy(str, long_entry(e, p) ? "#" : "?");
+	if (!*p || (*p == '[' && strlen(p) < (size_t)num)) {
+		if (*p)
+			note_section(e, p);
+		strcpy(str, p);		/* a header or nothing: no secret */
 		return str;
 	}
-	if (*p == '[')
-		note_section(e, p);
-	strcpy(str, p);
+	/* a malformed line becomes one inih rejects at this number */
+	strcpy(str, entry(e, p) ? "#" : "?");
 	return str;
 }
 
@@ -143,11 +151,16 @@ static int each_pass(struct each *e)
 int cfgfile_each(const char *path, cfgfile_each_fn fn, void *arg)
 {
 	struct each e = { .arg = arg };
+	char iobuf[BUFSIZ];	/* the stream's buffer: wiped below */
 	int rc;
 
 	e.f = fopen(path, "re");
 	if (!e.f)
 		return -errno;
+	if (setvbuf(e.f, iobuf, _IOFBF, sizeof(iobuf))) {
+		fclose(e.f);
+		return -ENOMEM;
+	}
 	rc = each_pass(&e);		/* syntax only */
 	if (!rc && !e.err) {		/* never @fn on a file read in part */
 		e.fn = fn;
@@ -159,6 +172,7 @@ int cfgfile_each(const char *path, cfgfile_each_fn fn, void *arg)
 		explicit_bzero(e.buf, e.cap);
 	free(e.buf);
 	fclose(e.f);
+	explicit_bzero(iobuf, sizeof(iobuf));
 	return rc;
 }
 
