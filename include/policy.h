@@ -42,11 +42,7 @@
  *           free space streams through the cache chunk by chunk without
  *           displacing anything needed sooner.  Without a future it is
  *           "heat".
- * Pinned files and files in use are never offered as victims.  A file
- * that may lose its bytes only all at once (policy_set_whole(): the
- * cache lent it to the kernel) is ranked by its first chunk's use, the
- * soonest of its chunks, and gives up all of them: so it goes only when
- * nothing it holds is needed sooner than what takes its room.
+ * Pinned files and files in use are never offered as victims.
  *
  * Cost: by heat (heat, and auto while the future knows nothing) the
  * victims come from the heat heap in a few dozen visits.  By next use,
@@ -115,7 +111,6 @@ struct policy_node {		/* one per file ever accessed (heat) */
 	bool pinned;
 	bool in_use;		/* open or busy: not evictable */
 	bool prefetched;	/* cached ahead of use, not opened since */
-	bool whole;		/* gives up its bytes only all at once */
 };
 
 enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
@@ -253,9 +248,6 @@ double policy_heat(const struct policy *p, const struct policy_node *n,
 /* policy_add(), policy_del() - @n has a cache entry now, or no more */
 void policy_add(struct policy *p, struct policy_node *n);
 void policy_del(struct policy *p, struct policy_node *n);
-/* policy_set_whole() - entry @n gives up its bytes only all at once
- * from now on (until policy_del()) */
-void policy_set_whole(struct policy *p, struct policy_node *n);
 /* policy_touch() - @n was opened at @now (heat, recency) */
 void policy_touch(struct policy *p, struct policy_node *n, int64_t now);
 /* policy_set_future() - where next uses come from (NULL: unknown) */

@@ -1261,8 +1261,6 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 		return -errno;
 	pthread_mutex_lock(&c->lock);
 	ce->lent = true;	/* never changed in place again */
-	if (owner_node(ce))	/* so it is ranked by its first chunk */
-		policy_set_whole(&c->pol, ce->pn);
 	pthread_mutex_unlock(&c->lock);
 	return ce->fd;
 }

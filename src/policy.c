@@ -153,12 +153,10 @@ static uint64_t last_chunk(const struct policy *p, uint64_t have)
 	return have % p->chunk ? have % p->chunk : MIN(have, p->chunk);
 }
 
-/* heap @n's slot's key of its last cached chunk (whole: of its first,
- * which goes with it) */
+/* heap @n's slot's key of its last cached chunk */
 static void use_tail(const struct policy *p, struct policy_node *n)
 {
-	n->utail = n->whole ? n->ukey :
-		   n->ukey + n->cached - last_chunk(p, n->cached);
+	n->utail = n->ukey + n->cached - last_chunk(p, n->cached);
 }
 
 /* put @n (out) back into its use heap; false if that failed */
@@ -259,16 +257,7 @@ void policy_del(struct policy *p, struct policy_node *n)
 {
 	if (linked(n))
 		list_unlink(p, n);
-	n->whole = false;
 	index_sync(p, n, false);
-}
-
-void policy_set_whole(struct policy *p, struct policy_node *n)
-{
-	if (n->whole)
-		return;
-	n->whole = true;
-	use_track(p, n, true);
 }
 
 double policy_heat(const struct policy *p, const struct policy_node *n,
@@ -404,24 +393,20 @@ struct pick_ctx {
  * Bytes of the last cached chunk of @n (less what is chosen).  Every
  * chunk but a file's last is a whole one, so what is over a multiple of
  * the chunk size is that last, short chunk; takes are whole tail chunks,
- * so after it the rest is whole chunks.  A whole node's "tail" is all of
- * it.
+ * so after it the rest is whole chunks.
  */
 static uint64_t tail_len(const struct policy *p, const struct policy_node *n)
 {
-	if (n->whole)
-		return n->cached - n->taking;
 	return last_chunk(p, n->cached - n->taking);
 }
 
-/* where the last cached chunk of @n (less what is chosen) is next used;
- * a whole node's first chunk (it goes with the rest) */
+/* where the last cached chunk of @n (less what is chosen) is next used */
 static uint64_t tail_use(const struct policy *p, const struct policy_node *n,
 			 uint64_t use)
 {
 	uint64_t have = n->cached - n->taking;
 
-	if (use == NEXT_USE_NONE || n->whole)
+	if (use == NEXT_USE_NONE)
 		return use;
 	return use + have - tail_len(p, n);
 }

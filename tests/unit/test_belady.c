@@ -16,7 +16,6 @@
  * configuration: lists' backend bytes per epoch <= heat's + 2%, and
  * <= 1.05 x (dataset - cache) + one chunk.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,114 +317,11 @@ static void test_short_last_chunk(void)
 	teardown(&s);
 }
 
-/*
- * A fixed future for the whole-file test: next use of fid f is
- * fixed_use[f] bytes away (NEXT_USE_NONE past the array), given one at a
- * time (.one) or incrementally (sync/where/reads: one slot, origin 0, no
- * reads, one generation), which ranks through the use heaps.
- */
-static uint64_t fixed_use[4];
-
-static uint64_t fixed_one(void *arg, uint64_t fid, uint64_t *after)
-{
-	(void)arg;
-	if (after)
-		*after = NEXT_USE_NONE;
-	return fid < 4 ? fixed_use[fid] : NEXT_USE_NONE;
-}
-
-static void fixed_sync(void *arg, struct future_sync *s)
-{
-	(void)arg;
-	memset(s, 0, sizeof(*s));
-	s->gen = 1;
-	s->active = 1;
-}
-
-static int fixed_where(void *arg, uint64_t fid, uint64_t gen, unsigned *slot,
-		       uint64_t *key)
-{
-	(void)arg;
-	if (gen != 1)
-		return -ESTALE;
-	*slot = 0;
-	*key = fixed_one(NULL, fid, NULL);
-	return *key != NEXT_USE_NONE;
-}
-
-static long fixed_reads(void *arg, uint64_t from, uint64_t to, uint64_t *fids,
-			size_t max)
-{
-	(void)arg;
-	(void)fids;
-	(void)max;
-	return from == to ? 0 : -1;
-}
-
-/*
- * A file that may lose its bytes only all at once (the cache lent it to
- * the kernel) is ranked by its first chunk: w (4 chunks, used from 2 K
- * on, its tail at 5 K) goes after z (one chunk at 4 K), and then whole,
- * and never for a newcomer needed after w's head.  Without the flag w's
- * tail would go first, and the cache would evict all of w for it.
- */
-static void whole_goes_by_its_head(bool heaps)
-{
-	struct policy p;
-	struct policy_node *w, *z, *in;
-	struct admission adm;
-
-	fixed_use[1] = 2 * K;
-	fixed_use[2] = 4 * K;
-	fixed_use[3] = 0;
-	policy_init(&p, "auto", 60, 5 * K, K);
-	policy_set_future(&p, &(struct policy_future){
-		.one = fixed_one,
-		.sync = heaps ? fixed_sync : NULL,
-		.where = heaps ? fixed_where : NULL,
-		.reads = heaps ? fixed_reads : NULL });
-	w = policy_node(&p, 1);
-	z = policy_node(&p, 2);
-	in = policy_node(&p, 3);
-	policy_charge(&p, w, 4 * K);
-	policy_add(&p, w);
-	policy_charge(&p, z, K);
-	policy_add(&p, z);
-	/* not whole yet: w's tail (5 K) is the furthest chunk */
-	CHECK_INT(policy_admit(&p, in, K, ADMIT_DEMAND, &adm, 0), ==, 1);
-	CHECK(adm.victims[0] == w);
-	CHECK_INT(adm.take[0], ==, K);
-	policy_set_whole(&p, w);
-	CHECK_INT(policy_admit(&p, in, K, ADMIT_DEMAND, &adm, 0), ==, 1);
-	CHECK(adm.victims[0] == z);
-	CHECK_INT(adm.take[0], ==, K);
-	/* two chunks: z, then all of w */
-	CHECK_INT(policy_admit(&p, in, 2 * K, ADMIT_DEMAND, &adm, 0), ==, 2);
-	CHECK(adm.victims[0] == z && adm.victims[1] == w);
-	CHECK_INT(adm.take[1], ==, 4 * K);
-	/* a newcomer needed after w's head (at 3 K) does not take w */
-	fixed_use[3] = 3 * K;
-	CHECK_INT(policy_admit(&p, in, 2 * K, ADMIT_DEMAND, &adm, 0), ==,
-		  -ENOSPC);
-	/* a new entry of the same file is not whole */
-	policy_charge(&p, w, -4 * (int64_t)K);
-	policy_del(&p, w);
-	CHECK(!w->whole);
-	policy_release(&p);
-}
-
-static void test_whole_goes_by_its_head(void)
-{
-	whole_goes_by_its_head(false);
-	whole_goes_by_its_head(true);
-}
-
 int main(void)
 {
 	runner_name = "test_belady";
 	TEST(test_tail_first);
 	TEST(test_short_last_chunk);
-	TEST(test_whole_goes_by_its_head);
 	TEST(test_shards_through_the_cache);
 	return runner_done();
 }

@@ -629,8 +629,7 @@ static void test_spare_pool(void)
 /*
  * A file given to the kernel (cache_passthrough_fd()) may be read after
  * every open closed (a mapping of the backing file): an eviction that
- * would take only its last chunks takes the whole file (the policy ranks
- * it by its first chunk), and its data file
+ * would take only its last chunks takes the whole file, and its data file
  * is unlinked, never punched, emptied or reused; what the kernel holds
  * reads the object whole.
  */
@@ -651,7 +650,6 @@ static void test_lent_file_is_never_changed_in_place(void)
 		usleep(10000);		/* stored after the reply */
 	kfd = cache_passthrough_fd(e.cache, b);
 	CHECK(kfd >= 0);
-	CHECK(b->pn->whole);		/* ranked by its first chunk */
 	kfd = dup(kfd);			/* what the kernel would hold */
 	cache_detach(e.cache, b);
 	cache_set_future(e.cache, &(struct policy_future){ .one = last_needed });
