@@ -25,8 +25,9 @@
  * packaged) that nothing wipes.  That also takes lines of any length.
  * inih still checks the syntax: a line that is neither a header, a
  * comment nor an entry reaches it as "?", which it reports.  The lines
- * themselves are only ever in buffers wiped before they are freed: the
- * getline() buffer and the stream's own buffer (setvbuf()).
+ * themselves are only ever in buffers wiped before they are freed: our
+ * line buffer (grown by hand: getline() would realloc() it and free the
+ * old copy as it is) and the stream's own buffer (setvbuf()).
  */
 struct each {
 	FILE *f;
@@ -96,6 +97,54 @@ static bool entry(struct each *e, char *p)
 	return true;
 }
 
+/* room for @need bytes in e->buf; the old buffer is wiped before it is
+ * freed (getline()'s realloc() would free it as it is) */
+static int grow(struct each *e, size_t need)
+{
+	size_t cap = e->cap ? e->cap : 256;
+	char *b;
+
+	if (need <= e->cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	b = malloc(cap);
+	if (!b)
+		return -ENOMEM;
+	if (e->buf) {
+		memcpy(b, e->buf, e->cap);
+		explicit_bzero(e->buf, e->cap);
+		free(e->buf);
+	}
+	e->buf = b;
+	e->cap = cap;
+	return 0;
+}
+
+/* the next line (with its newline, if any) into e->buf: its length, or
+ * -1 at the end (e->err set on a read error or ENOMEM) */
+static ssize_t read_line(struct each *e)
+{
+	size_t n = 0;
+	int ch = 0;
+
+	while (ch != '\n' && (ch = getc(e->f)) != EOF) {
+		if (grow(e, n + 2)) {
+			e->err = ENOMEM;
+			return -1;
+		}
+		e->buf[n++] = (char)ch;
+	}
+	if (ferror(e->f)) {
+		e->err = errno ? errno : EIO;
+		return -1;
+	}
+	if (!n)
+		return -1;
+	e->buf[n] = '\0';
+	return (ssize_t)n;
+}
+
 static char *each_reader(char *str, int num, void *stream)
 {
 	struct each *e = stream;
@@ -104,12 +153,9 @@ static char *each_reader(char *str, int num, void *stream)
 
 	if (e->rejected)
 		return NULL;	/* stop after the first rejected line */
-	n = getline(&e->buf, &e->cap, e->f);
-	if (n < 0) {
-		if (ferror(e->f))
-			e->err = errno ? errno : EIO;
+	n = read_line(e);
+	if (n < 0)
 		return NULL;
-	}
 	e->line++;
 	p = e->buf;
 	if (e->line == 1 && !strncmp(p, "\xEF\xBB\xBF", 3))
