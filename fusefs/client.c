@@ -18,6 +18,7 @@
 #include "client.h"
 #include "compiler.h"
 #include "lists.h"
+#include "mountinfo.h"
 
 #define EXIT_USAGE	2
 #define CTL		".fusefs"
@@ -72,29 +73,19 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* is entry @m the fusefs mount of device *@arg? */
+static int is_fusefs_dev(const struct mountinfo *m, void *arg)
+{
+	const dev_t *dev = arg;
+
+	return makedev(m->major, m->minor) == *dev &&
+	       !strcmp(m->fstype, FUSEFS_FSTYPE);
+}
+
 /* is the file system with device @dev a fusefs mount (mountinfo)? */
 static bool mountinfo_is_fusefs(dev_t dev)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	bool yes = false;
-
-	if (!f)
-		return false;
-	while (!yes && getline(&line, &cap, f) > 0) {
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ... */
-		unsigned maj, min;
-		const char *sep = strstr(line, " - ");
-
-		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 || !sep)
-			continue;
-		yes = makedev(maj, min) == dev &&
-		      !strncmp(sep + 3, FUSEFS_FSTYPE " ", strlen(FUSEFS_FSTYPE) + 1);
-	}
-	free(line);
-	fclose(f);
-	return yes;
+	return mountinfo_each(is_fusefs_dev, &dev) > 0;
 }
 
 /*

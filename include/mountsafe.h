@@ -40,9 +40,6 @@ int mountsafe_check_fd(int fd);
  * must have been cleared before.  Return: 0 or -errno (message printed).
  */
 int mountsafe_check_dir(const char *mnt, bool nonempty);
-/* mountinfo_unescape() - undo /proc/self/mountinfo's octal escapes of a
- * field (\040 for a space, \011, \012, \134) in place */
-void mountinfo_unescape(char *s);
 
 /*
  * mountsafe_cache_size() - resolve cf->cache_size_pct against the file

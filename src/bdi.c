@@ -11,38 +11,42 @@
 #include "bdi.h"
 #include "bgthread.h"
 #include "log.h"
-#include "mountsafe.h"
+#include "mountinfo.h"
 
 struct raise {
 	char *mnt;
 	unsigned kb, delay_ms;
 };
 
-/* the device number of the newest mount at @mnt; 0 or -ENOENT */
+struct dev_at {
+	const char *mnt;
+	unsigned maj, min;
+	bool found;
+};
+
+static int note_dev(const struct mountinfo *m, void *arg)
+{
+	struct dev_at *d = arg;
+
+	if (!strcmp(m->mountpoint, d->mnt)) {
+		d->maj = m->major;
+		d->min = m->minor;
+		d->found = true;	/* the last one is the newest */
+	}
+	return 0;
+}
+
+/* the device number of the newest mount at @mnt; 0 or -errno */
 static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 {
-	char line[8192];
-	bool found = false;
-	FILE *f;
+	struct dev_at d = { .mnt = mnt };
+	int rc = mountinfo_each(note_dev, &d);
 
-	f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char mp[4096];
-		unsigned a, b;
-
-		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &a, &b, mp) != 3)
-			continue;
-		mountinfo_unescape(mp);
-		if (!strcmp(mp, mnt)) {
-			*maj = a;
-			*min = b;
-			found = true;	/* the last one is the newest */
-		}
-	}
-	fclose(f);
-	return found ? 0 : -ENOENT;
+	if (rc)
+		return rc;
+	*maj = d.maj;
+	*min = d.min;
+	return d.found ? 0 : -ENOENT;
 }
 
 static void raise_readahead(const char *mnt, unsigned kb)

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "mountinfo.h"
 #include "mountsafe.h"
 
 #define FUSE_MAJOR	10
@@ -48,21 +49,22 @@ int mountsafe_check_fd(int fd)
 	return 0;
 }
 
-void mountinfo_unescape(char *s)
-{
-	char *o = s;
+struct top_at {
+	const char *path;
+	char *type, *src;
+	int rc;
+};
 
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
-				      (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
+static int note_top(const struct mountinfo *m, void *arg)
+{
+	struct top_at *t = arg;
+
+	if (strcmp(m->mountpoint, t->path))
+		return 0;
+	snprintf(t->type, 256, "%s", m->fstype);
+	snprintf(t->src, PATH_MAX, "%s", m->source);
+	t->rc = 0;		/* the last one is on top */
+	return 0;
 }
 
 /*
@@ -71,29 +73,10 @@ void mountinfo_unescape(char *s)
  */
 static int mount_at(const char *path, char type[256], char src[PATH_MAX])
 {
-	char line[3 * PATH_MAX], mp[PATH_MAX], t[256], s[PATH_MAX];
-	int rc = -ENOENT;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct top_at t = { path, type, src, -ENOENT };
+	int rc = mountinfo_each(note_top, &t);
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		const char *dash = strstr(line, " - ");
-
-		/* id parent major:minor root MOUNTPOINT opts ... - TYPE SOURCE */
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
-		    sscanf(dash + 3, "%255s %4095s", t, s) != 2)
-			continue;
-		mountinfo_unescape(mp);
-		if (strcmp(mp, path))
-			continue;
-		mountinfo_unescape(s);
-		memcpy(type, t, sizeof(t));
-		memcpy(src, s, sizeof(s));
-		rc = 0;			/* the last one is on top */
-	}
-	fclose(f);
-	return rc;
+	return rc ? rc : t.rc;
 }
 
 int mountsafe_check_dir(const char *mnt, bool nonempty)
