@@ -195,8 +195,15 @@ static bool grave_pending_locked(const struct cache *c, uint64_t fid)
 static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 {
 	struct grave *g = malloc(sizeof(*g));
-	const struct centry *live = htab_get(&c->tab, ce->fid);
+	struct centry *live = htab_get(&c->tab, ce->fid), **pp;
 
+	for (pp = &c->lent_stale; *pp; pp = &(*pp)->lent_next)
+		if (*pp == ce) {
+			*pp = ce->lent_next;
+			break;
+		}
+	if (live && live != ce && live->gen == ce->gen && ce->lent)
+		live->lent = true;	/* its file, which the kernel had */
 	if (g) {
 		g->fid = ce->fid;
 		g->gen = ce->gen;
@@ -626,6 +633,18 @@ int cache_heat_each(struct cache *c,
 	return rc;
 }
 
+/* does new entry @ce have the data file of a stale lent entry? */
+static bool shares_lent_file_locked(const struct cache *c,
+				    const struct centry *ce)
+{
+	const struct centry *s;
+
+	for (s = c->lent_stale; s; s = s->lent_next)
+		if (s->fid == ce->fid && s->gen == ce->gen)
+			return true;
+	return false;
+}
+
 /*
  * The entry for @fid at @a->version, replacing another version; locked.
  * May wait (dropping the lock) for an evicted file of @fid to be gone.
@@ -655,6 +674,10 @@ again:
 		policy_charge(&c->pol, ce->pn, -(int64_t)ce->used);
 		policy_charge(&c->pol, NULL, (int64_t)ce->used);
 		ce->stale = true;
+		if (ce->lent) {		/* until bury_locked() */
+			ce->lent_next = c->lent_stale;
+			c->lent_stale = ce;
+		}
 		release_locked(c, ce, l);
 		ce = NULL;
 	}
@@ -678,6 +701,7 @@ again:
 				" bytes)", str_log(key), a->size);
 		if (rc)
 			return rc;
+		ce->lent = shares_lent_file_locked(c, ce);
 		policy_add(&c->pol, ce->pn);
 		fr.size = ce->size;
 		fr.mtime = ce->mtime;

@@ -45,6 +45,8 @@ struct centry {
 	 * (unlinked: the kernel keeps reading the unlinked inode).
 	 */
 	bool lent;
+	/* the next stale lent entry (struct cache's lent_stale) */
+	struct centry *lent_next;
 	/*
 	 * data file: buffered, O_DIRECT (-1: closed).  Set under the lock;
 	 * read without it by holders of a reference.  A read on an open
@@ -101,6 +103,13 @@ struct cache {
 	struct htab tab;	/* fid -> centry (not stale) */
 	struct policy pol;
 	struct grave *graves;
+	/*
+	 * Stale entries that were lent, until they go: a new entry of the
+	 * same version (A, B, then A again) has the same data file path, so
+	 * it opens the file the kernel may still read for them, and is lent
+	 * from the start (never punched, never made a spare).
+	 */
+	struct centry *lent_stale;
 	uint64_t files;
 	uint64_t unverified;	/* CH_UNVERIFIED chunks of entries in tab */
 	/*

@@ -743,6 +743,48 @@ static void test_version_back_keeps_its_file(void)
 	free(got);
 }
 
+/*
+ * A, B, then A again while the kernel may still read A's data file (it
+ * was lent): the new A entry opens that same file (one version, one
+ * path), so it is lent from the start: never punched, never emptied into
+ * a spare (review of 35a65f4; before, it could punch what the kernel
+ * read for the old open).
+ */
+static void test_version_back_to_a_lent_file_is_lent(void)
+{
+	char *da = pattern(2 * CS, 1), *got = malloc(2 * CS);
+	struct centry *e1, *e2, *e3;
+	struct stat sb;
+	struct env e;
+	int kfd;
+
+	env_init(&e, 64 * CS, 0, READ_BUFFERED);
+	e1 = attach_version(&e, 77, "A", 2 * CS);	/* a reader keeps it */
+	store_two(&e, e1, da);
+	kfd = cache_passthrough_fd(e.cache, e1);
+	CHECK(kfd >= 0);
+	kfd = dup(kfd);				/* what the kernel holds */
+	CHECK(e1->lent);
+	e2 = attach_version(&e, 77, "B", 2 * CS);	/* rewritten */
+	cache_detach(e.cache, e2);
+	e3 = attach_version(&e, 77, "A", 2 * CS);	/* and restored */
+	CHECK(e3 != e1);
+	CHECK(e3->lent);			/* the same file as e1's */
+	store_two(&e, e3, da);
+	cache_detach(e.cache, e1);		/* the stale one goes */
+	CHECK(e3->lent);
+	cache_detach(e.cache, e3);
+	CHECK_INT(cache_evict_file(e.cache, 77), ==, 0);	/* whole */
+	CHECK_INT(fstat(kfd, &sb), ==, 0);
+	CHECK_INT(sb.st_size, ==, 2 * CS);	/* not emptied into a spare */
+	CHECK_INT(pread(kfd, got, 2 * CS, 0), ==, 2 * CS);
+	CHECK(!memcmp(got, da, 2 * CS));
+	close(kfd);
+	env_fini(&e);
+	free(da);
+	free(got);
+}
+
 int main(void)
 {
 	runner_name = "test_cache";
@@ -763,5 +805,6 @@ int main(void)
 	TEST(test_spare_pool);
 	TEST(test_lent_file_is_never_changed_in_place);
 	TEST(test_version_back_keeps_its_file);
+	TEST(test_version_back_to_a_lent_file_is_lent);
 	return runner_done();
 }
