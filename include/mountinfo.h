@@ -11,6 +11,8 @@
 #ifndef FUSEFS_MOUNTINFO_H
 #define FUSEFS_MOUNTINFO_H
 
+#include <limits.h>
+
 struct mountinfo {
 	unsigned major, minor;	/* the st_dev of its files */
 	const char *mountpoint;	/* unescaped */
@@ -33,6 +35,20 @@ int mountinfo_parse(char *line, struct mountinfo *m);
  */
 typedef int (*mountinfo_fn)(const struct mountinfo *m, void *arg);
 int mountinfo_each(mountinfo_fn fn, void *arg);
+
+/* what mountinfo_top() copies of an entry */
+struct mountinfo_top {
+	unsigned major, minor;
+	char fstype[256];
+	char source[PATH_MAX];
+};
+
+/*
+ * mountinfo_top() - the topmost mount at @mountpoint (a canonical path:
+ * the last entry there) into @t.  Return: 0, -ENOENT if nothing is
+ * mounted there, or -errno if the table cannot be read.
+ */
+int mountinfo_top(const char *mountpoint, struct mountinfo_top *t);
 
 /* mountinfo_unescape() - undo the table's octal escapes (\040 for a
  * space, \011, \012, \134) of a field, in place */

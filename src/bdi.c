@@ -18,46 +18,16 @@ struct raise {
 	unsigned kb, delay_ms;
 };
 
-struct dev_at {
-	const char *mnt;
-	unsigned maj, min;
-	bool found;
-};
-
-static int note_dev(const struct mountinfo *m, void *arg)
-{
-	struct dev_at *d = arg;
-
-	if (!strcmp(m->mountpoint, d->mnt)) {
-		d->maj = m->major;
-		d->min = m->minor;
-		d->found = true;	/* the last one is the newest */
-	}
-	return 0;
-}
-
-/* the device number of the newest mount at @mnt; 0 or -errno */
-static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
-{
-	struct dev_at d = { .mnt = mnt };
-	int rc = mountinfo_each(note_dev, &d);
-
-	if (rc)
-		return rc;
-	*maj = d.maj;
-	*min = d.min;
-	return d.found ? 0 : -ENOENT;
-}
-
 static void raise_readahead(const char *mnt, unsigned kb)
 {
-	unsigned maj, min;
+	struct mountinfo_top t;	/* the newest mount there */
 	char path[128];
 	FILE *f;
 
-	if (mount_dev(mnt, &maj, &min))
+	if (mountinfo_top(mnt, &t))
 		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 t.major, t.minor);
 	f = fopen(path, "w");
 	if (!f) {
 		log_dbg("cannot raise %s: %s", path, strerror(errno));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* mountinfo.c - see mountinfo.h */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,4 +80,32 @@ int mountinfo_each(mountinfo_fn fn, void *arg)
 	free(line);
 	fclose(f);
 	return rc;
+}
+
+struct top_at {
+	const char *path;
+	struct mountinfo_top *t;
+	bool found;
+};
+
+static int note_top(const struct mountinfo *m, void *arg)
+{
+	struct top_at *a = arg;
+
+	if (strcmp(m->mountpoint, a->path))
+		return 0;
+	a->t->major = m->major;
+	a->t->minor = m->minor;
+	snprintf(a->t->fstype, sizeof(a->t->fstype), "%s", m->fstype);
+	snprintf(a->t->source, sizeof(a->t->source), "%s", m->source);
+	a->found = true;	/* the last one is on top */
+	return 0;
+}
+
+int mountinfo_top(const char *mountpoint, struct mountinfo_top *t)
+{
+	struct top_at a = { mountpoint, t, false };
+	int rc = mountinfo_each(note_top, &a);
+
+	return rc ? rc : a.found ? 0 : -ENOENT;
 }

@@ -49,40 +49,11 @@ int mountsafe_check_fd(int fd)
 	return 0;
 }
 
-struct top_at {
-	const char *path;
-	char *type, *src;
-	int rc;
-};
-
-static int note_top(const struct mountinfo *m, void *arg)
-{
-	struct top_at *t = arg;
-
-	if (strcmp(m->mountpoint, t->path))
-		return 0;
-	snprintf(t->type, 256, "%s", m->fstype);
-	snprintf(t->src, PATH_MAX, "%s", m->source);
-	t->rc = 0;		/* the last one is on top */
-	return 0;
-}
-
-/*
- * the file system type and source of the topmost mount at @path
- * (a canonical path), from /proc/self/mountinfo; 0 or -ENOENT
- */
-static int mount_at(const char *path, char type[256], char src[PATH_MAX])
-{
-	struct top_at t = { path, type, src, -ENOENT };
-	int rc = mountinfo_each(note_top, &t);
-
-	return rc ? rc : t.rc;
-}
-
 int mountsafe_check_dir(const char *mnt, bool nonempty)
 {
-	char type[256], src[PATH_MAX], *real;
+	struct mountinfo_top top;
 	struct dirent *de;
+	char *real;
 	struct stat sb;
 	DIR *d;
 	int rc;
@@ -106,11 +77,11 @@ int mountsafe_check_dir(const char *mnt, bool nonempty)
 	real = realpath(mnt, NULL);
 	if (!real)
 		return -errno;
-	rc = mount_at(real, type, src);
+	rc = mountinfo_top(real, &top);
 	free(real);
-	if (!rc && !strncmp(type, "fuse", 4)) {
+	if (!rc && !strncmp(top.fstype, "fuse", 4)) {
 		fprintf(stderr, "fusefs: %s is already a live FUSE mount (%s, %s): refusing to mount on top of it; unmount it first (fusefs umount %s)\n",
-			mnt, type, src, mnt);
+			mnt, top.fstype, top.source, mnt);
 		return -EBUSY;
 	}
 	if (nonempty)
