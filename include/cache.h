@@ -220,8 +220,10 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
  * (a mapping made through a passthrough open maps the backing file), so it
  * is never changed in place again (no chunk evicted from it alone) and,
  * when it goes, unlinked, never reused as a spare.
+ * A stale entry (replaced by a newer version) is never lent: a new entry
+ * of its version may share its data file (see cache_priv.h, lent_stale).
  * Return: an fd (owned by the cache, valid while @ce is open), -EAGAIN
- * if the file is not complete, -errno.
+ * if the file is not complete, -ESTALE if @ce is stale, -errno.
  */
 int cache_passthrough_fd(struct cache *c, struct centry *ce);
 /* cache_read_fd() - fd to splice PRESENT ranges from (buffered) */

@@ -195,15 +195,15 @@ static bool grave_pending_locked(const struct cache *c, uint64_t fid)
 static void bury_locked(struct cache *c, struct centry *ce, struct later *l)
 {
 	struct grave *g = malloc(sizeof(*g));
-	struct centry *live = htab_get(&c->tab, ce->fid), **pp;
+	const struct centry *live = htab_get(&c->tab, ce->fid);
+	struct centry **pp;
 
-	for (pp = &c->lent_stale; *pp; pp = &(*pp)->lent_next)
+	for (pp = &c->lent_stale; ce->stale && ce->lent && *pp;
+	     pp = &(*pp)->lent_next)
 		if (*pp == ce) {
 			*pp = ce->lent_next;
 			break;
 		}
-	if (live && live != ce && live->gen == ce->gen && ce->lent)
-		live->lent = true;	/* its file, which the kernel had */
 	if (g) {
 		g->fid = ce->fid;
 		g->gen = ce->gen;
@@ -1284,9 +1284,11 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 	if ((uint64_t)st.st_size > ce->size && ftruncate(ce->fd, ce->size))
 		return -errno;
 	pthread_mutex_lock(&c->lock);
-	ce->lent = true;	/* never changed in place again */
+	rc = ce->stale ? -ESTALE : 0;	/* replaced meanwhile: never lent */
+	if (!rc)
+		ce->lent = true;	/* never changed in place again */
 	pthread_mutex_unlock(&c->lock);
-	return ce->fd;
+	return rc ? rc : ce->fd;
 }
 
 int cache_read_fd(const struct centry *ce)
