@@ -122,8 +122,10 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
  * list's current epoch (lists_unread_now()).  Asked under the fetch lock
  * (so it may take only locks after it: the lists lock) right before a
  * prefetch of the current epoch (@current) or a staging claims its chunk:
- * a file the reader opened meanwhile is not fetched for it again.  Set
- * once, before any prefetch; NULL: not asked.
+ * a file the reader opened meanwhile is not fetched for it again.  Also
+ * asked at a last close: the file's staged chunks stay if it is still
+ * wanted (fetch_stage()).  Set once, before any prefetch; NULL: not
+ * asked.
  */
 void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
 		      void *arg);
@@ -150,7 +152,9 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n,
  * list's current epoch (only if the file is still wanted,
  * fetch_set_wanted()).  Staged chunks are served like read-ahead and not
  * written to the cache while staged; at the file's last close each is
- * offered to the cache as a demand read's chunk would be, then dropped.
+ * offered to the cache as a demand read's chunk would be, then dropped
+ * unless a list's reader is still to read the file in its current epoch
+ * (a release that comes after the next epoch began: they wait for it).
  * They also go by fetch_stage_keep(), or to disk through a later
  * fetch_prefetch() of the same chunk once the policy wants it (no second
  * fetch).  A chunk is charged at its own length (a small file's is small),

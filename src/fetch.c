@@ -1191,14 +1191,26 @@ static bool write_kept(struct fetcher *f, struct centry *ce,
 	return true;
 }
 
+/* is @fid still to be read by a list's reader in its current epoch (the
+ * wanted callback; under the fetch lock, which may take the lists lock) */
+static bool wanted_locked(struct fetcher *f, uint64_t fid)
+{
+	return f->wanted && f->wanted(f->wanted_arg, fid);
+}
+
 /*
  * The staged chunks of @ce (held), consumed: each is offered to the cache
  * as a demand read's chunk would be at its completion (the file was just
  * read, so the policy weighs its next use), in chunk order while they
  * extend what is on disk (a prefix); then they go, unless the file was
- * opened again meanwhile (its next last close settles them).  Staging
- * decided early, before the reader went through the files before this
- * one; by now room may have appeared that MIN would give these chunks.
+ * opened again meanwhile (its next last close settles them) or a list's
+ * reader is still to read it in its current epoch: the kernel sends the
+ * release of a file read last in one epoch whenever it likes, and the
+ * next epoch may have begun by then, with this file in it (the
+ * prefetcher, finding the chunks staged, fetched nothing for it; they
+ * are what that reader will read).  Staging decided early, before the
+ * reader went through the files before this one; by now room may have
+ * appeared that MIN would give these chunks.
  */
 static void settle_staged(struct fetcher *f, struct centry *ce,
 			  const struct cache_ident *ci)
@@ -1217,7 +1229,7 @@ static void settle_staged(struct fetcher *f, struct centry *ce,
 			write_staged(f, ce, ci, v[i], ADMIT_DEMAND);
 	free(v);
 	pthread_mutex_lock(&f->lock);
-	if (!cache_is_open(f->c, ce))
+	if (!cache_is_open(f->c, ce) && !wanted_locked(f, ci->fid))
 		unread = stageset_drop_file(&f->staged, ci->fid, ci->gen);
 	pthread_mutex_unlock(&f->lock);
 	stat_add(f->st, staged_unread, unread);
@@ -1300,7 +1312,7 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	if (n >= ci.nchunks || mem_has_locked(f, &id) ||
 	    failed_lately_locked(f, id_key(&id)))
 		goto out;
-	if (current && f->wanted && !f->wanted(f->wanted_arg, ci.fid))
+	if (current && f->wanted && !wanted_locked(f, ci.fid))
 		goto out;
 	size = cache_chunk_len(f->c, ce, n);
 	if (!linkrate_room(&f->link, 0, size)) {
@@ -1402,7 +1414,7 @@ static bool keep_staged(void *arg, uint64_t fid)
 			return true;
 	/* still ahead of a reader: the rounds from the ready marks stage
 	 * past the window a full round looks at */
-	if (k->f->wanted && k->f->wanted(k->f->wanted_arg, fid))
+	if (wanted_locked(k->f, fid))
 		return true;
 	return cache_fid_open(k->f->c, fid);
 }

@@ -469,6 +469,76 @@ static void test_stage(void)
 	free(got);
 }
 
+static bool want_flag;
+
+static bool want(void *arg, uint64_t fid)
+{
+	(void)arg;
+	(void)fid;
+	return want_flag;
+}
+
+/*
+ * A last close keeps the staged chunks the cache did not take while a
+ * list's reader is still to read the file in its current epoch: the
+ * release of an epoch's last file may come after the next epoch began
+ * with that file in it, and its reader then reads them from memory, no
+ * second fetch.  Once no reader wants the file, its last close drops
+ * them.
+ */
+static void test_stage_kept_for_a_reader_to_come(void)
+{
+	struct membudget_usage u;
+	struct env e;
+	char *data = pattern(4 * CS, 17), *got = malloc(4 * CS);
+	struct centry *ce;
+	uint32_t c;
+
+	env_init(&e, CS, 0, READ_DIRECT);	/* room for one chunk */
+	env_stop(&e);
+	e.cf.memory_limit = 14 * CS;
+	env_start(&e);
+	fetch_set_wanted(e.fetch, want, NULL);
+	want_flag = true;
+	mem_put(e.be, "late", data, 4 * CS);
+	ce = attach(&e, "late", NULL);
+	for (c = 0; c < 4; c++)
+		CHECK_INT(fetch_stage(e.fetch, ce, c, true), ==, 1);
+	wait_staged(&e, ce, 4);
+	CHECK_INT(read_all(&e, ce, got, 4 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 4 * CS));
+	CHECK_INT(mem_reads(e.be), ==, 4);
+
+	/* released while still wanted: chunk 0 to the cache, the rest kept */
+	cache_busy_get(e.cache, ce);
+	fetch_close(e.fetch, ce);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 0), ==, CH_PRESENT);
+	for (c = 1; c < 4; c++) {
+		CHECK_INT(cache_chunk_state(e.cache, ce, c), ==, CH_ABSENT);
+		CHECK(fetch_is_staged(e.fetch, ce, c));
+	}
+	CHECK_INT(e.st.staged_unread, ==, 0);
+
+	/* the next epoch's reader: every byte from the cache or memory */
+	CHECK(attach(&e, "late", NULL) == ce);
+	memset(got, 0, 4 * CS);
+	CHECK_INT(read_all(&e, ce, got, 4 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 4 * CS));
+	CHECK_INT(mem_reads(e.be), ==, 4);
+
+	/* read, wanted no more: its last close drops them */
+	want_flag = false;
+	fetch_close(e.fetch, ce);
+	for (c = 1; c < 4; c++)
+		CHECK(!fetch_is_staged(e.fetch, ce, c));
+	cache_busy_put(e.cache, ce);
+	membudget_usage(fetch_budget(e.fetch), &u);
+	CHECK_INT(u.used, ==, 0);
+	env_fini(&e);
+	free(data);
+	free(got);
+}
+
 /*
  * Over a slow link, read-ahead and prefetch in flight are bounded by
  * what the link delivers in half a second (linkrate.h), at least two
@@ -549,6 +619,7 @@ int main(void)
 	TEST(test_memchunk_holds);
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
+	TEST(test_stage_kept_for_a_reader_to_come);
 	TEST(test_speculation_bounded_by_link);
 	return runner_done();
 }
