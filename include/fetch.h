@@ -107,7 +107,8 @@ void fetch_set_failure_memory(struct fetcher *f, unsigned ms);
 /*
  * fetch_close() - a reader closed @ce: cache_detach(), and the chunks kept
  * in memory for the file go with its last open (the disk cache has them,
- * or the policy did not want them).
+ * or the policy did not want them); its staged chunks are settled
+ * (fetch_stage()).
  */
 void fetch_close(struct fetcher *f, struct centry *ce);
 /* fetch_keep_verified() - chunk @n of open @ce was just verified into @cb
@@ -122,12 +123,15 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
  * list's current epoch (lists_unread_now()).  Asked under the fetch lock
  * (so it may take only locks after it: the lists lock) right before a
  * prefetch of the current epoch (@current) or a staging claims its chunk:
- * a file the reader opened meanwhile is not fetched for it again.  Also
- * asked at a last close: the file's staged chunks stay if it is still
- * wanted (fetch_stage()).  Set once, before any prefetch; NULL: not
- * asked.
+ * a file the reader opened meanwhile is not fetched for it again.
+ * @soon(arg, fid, within): is @fid still to be read in a list's current
+ * epoch, and before its readers read @within more bytes; asked the same
+ * way at a last close: the file's staged chunks stay if so
+ * (fetch_stage(); @within is what staging holds).  Set once, before any
+ * prefetch; NULL: not asked.
  */
 void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
+		      bool (*soon)(void *arg, uint64_t fid, uint64_t within),
 		      void *arg);
 /*
  * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at
@@ -153,7 +157,7 @@ int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n,
  * fetch_set_wanted()).  Staged chunks are served like read-ahead and not
  * written to the cache while staged; at the file's last close each is
  * offered to the cache as a demand read's chunk would be, then dropped
- * unless a list's reader is still to read the file in its current epoch
+ * unless a list's reader is to read the file soon in its current epoch
  * (a release that comes after the next epoch began: they wait for it).
  * They also go by fetch_stage_keep(), or to disk through a later
  * fetch_prefetch() of the same chunk once the policy wants it (no second

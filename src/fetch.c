@@ -111,6 +111,7 @@ struct fetcher {
 	void (*on_stale)(void *arg, uint64_t fid);
 	void *stale_arg;
 	bool (*wanted)(void *arg, uint64_t fid);	/* fetch_set_wanted() */
+	bool (*soon)(void *arg, uint64_t fid, uint64_t within);
 	void *wanted_arg;
 
 	/*
@@ -1198,17 +1199,25 @@ static bool wanted_locked(struct fetcher *f, uint64_t fid)
 	return f->wanted && f->wanted(f->wanted_arg, fid);
 }
 
+/* ... and soon: within what staging may hold of the readers' bytes */
+static bool wanted_soon_locked(struct fetcher *f, uint64_t fid)
+{
+	return f->soon && f->soon(f->wanted_arg, fid, f->stage_limit);
+}
+
 /*
  * The staged chunks of @ce (held), consumed: each is offered to the cache
  * as a demand read's chunk would be at its completion (the file was just
  * read, so the policy weighs its next use), in chunk order while they
  * extend what is on disk (a prefix); then they go, unless the file was
  * opened again meanwhile (its next last close settles them) or a list's
- * reader is still to read it in its current epoch: the kernel sends the
+ * reader is to read it soon in its current epoch: the kernel sends the
  * release of a file read last in one epoch whenever it likes, and the
  * next epoch may have begun by then, with this file in it (the
  * prefetcher, finding the chunks staged, fetched nothing for it; they
- * are what that reader will read).  Staging decided early, before the
+ * are what that reader will read).  Soon: before the readers read as
+ * many bytes as staging holds, so chunks kept for a file far ahead do
+ * not crowd out the staging of the files before it.  Staging decided early, before the
  * reader went through the files before this one; by now room may have
  * appeared that MIN would give these chunks.
  */
@@ -1229,7 +1238,7 @@ static void settle_staged(struct fetcher *f, struct centry *ce,
 			write_staged(f, ce, ci, v[i], ADMIT_DEMAND);
 	free(v);
 	pthread_mutex_lock(&f->lock);
-	if (!cache_is_open(f->c, ce) && !wanted_locked(f, ci->fid))
+	if (n && !cache_is_open(f->c, ce) && !wanted_soon_locked(f, ci->fid))
 		unread = stageset_drop_file(&f->staged, ci->fid, ci->gen);
 	pthread_mutex_unlock(&f->lock);
 	stat_add(f->st, staged_unread, unread);
@@ -1373,9 +1382,11 @@ int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
 }
 
 void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
+		      bool (*soon)(void *arg, uint64_t fid, uint64_t within),
 		      void *arg)
 {
 	f->wanted = fn;
+	f->soon = soon;
 	f->wanted_arg = arg;
 }
 

@@ -345,8 +345,10 @@ static void wait_staged(struct env *e, struct centry *ce, uint32_t n)
 		for (c = 0; c < n; c++)
 			if (cache_chunk_state(e->cache, ce, c) == CH_FETCHING)
 				break;
-		if (c == n)
+		if (c == n) {
+			fetch_drain(e->fetch);	/* their buffers' last puts */
 			return;
+		}
 		usleep(1000);
 	}
 	CHECK(!"staged chunks did not arrive");
@@ -470,6 +472,7 @@ static void test_stage(void)
 }
 
 static bool want_flag;
+static uint64_t want_at;	/* what the readers read before the file */
 
 static bool want(void *arg, uint64_t fid)
 {
@@ -478,13 +481,19 @@ static bool want(void *arg, uint64_t fid)
 	return want_flag;
 }
 
+static bool want_soon(void *arg, uint64_t fid, uint64_t within)
+{
+	return want(arg, fid) && want_at < within;
+}
+
 /*
  * A last close keeps the staged chunks the cache did not take while a
- * list's reader is still to read the file in its current epoch: the
+ * list's reader is to read the file soon in its current epoch: the
  * release of an epoch's last file may come after the next epoch began
  * with that file in it, and its reader then reads them from memory, no
- * second fetch.  Once no reader wants the file, its last close drops
- * them.
+ * second fetch.  Once no reader wants the file, or only after more bytes
+ * than staging holds (they would crowd out the staging of the files
+ * before it), its last close drops them.
  */
 static void test_stage_kept_for_a_reader_to_come(void)
 {
@@ -498,7 +507,7 @@ static void test_stage_kept_for_a_reader_to_come(void)
 	env_stop(&e);
 	e.cf.memory_limit = 14 * CS;
 	env_start(&e);
-	fetch_set_wanted(e.fetch, want, NULL);
+	fetch_set_wanted(e.fetch, want, want_soon, NULL);
 	want_flag = true;
 	mem_put(e.be, "late", data, 4 * CS);
 	ce = attach(&e, "late", NULL);
@@ -531,6 +540,20 @@ static void test_stage_kept_for_a_reader_to_come(void)
 	fetch_close(e.fetch, ce);
 	for (c = 1; c < 4; c++)
 		CHECK(!fetch_is_staged(e.fetch, ce, c));
+
+	/* wanted, but after what staging holds (7 chunks): dropped too */
+	CHECK(attach(&e, "late", NULL) == ce);
+	for (c = 1; c < 4; c++)
+		CHECK_INT(fetch_stage(e.fetch, ce, c, false), ==, 1);
+	wait_staged(&e, ce, 4);
+	CHECK_INT(mem_reads(e.be), ==, 7);
+	want_flag = true;
+	want_at = 7 * CS;
+	fetch_close(e.fetch, ce);
+	for (c = 1; c < 4; c++)
+		CHECK(!fetch_is_staged(e.fetch, ce, c));
+	want_flag = false;
+	want_at = 0;
 	cache_busy_put(e.cache, ce);
 	membudget_usage(fetch_budget(e.fetch), &u);
 	CHECK_INT(u.used, ==, 0);
