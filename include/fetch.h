@@ -119,19 +119,18 @@ void fetch_keep_verified(struct fetcher *f, struct centry *ce, uint32_t n,
 			 struct chunkbuf *cb);
 
 /*
- * fetch_set_wanted() - @fn(arg, fid): is file @fid still to be read in a
- * list's current epoch (lists_unread_now()).  Asked under the fetch lock
- * (so it may take only locks after it: the lists lock) right before a
- * prefetch of the current epoch (@current) or a staging claims its chunk:
- * a file the reader opened meanwhile is not fetched for it again.
- * @soon(arg, fid, within): is @fid still to be read in a list's current
- * epoch, and before its readers read @within more bytes; asked the same
- * way at a last close: the file's staged chunks stay if so
- * (fetch_stage(); @within is what staging holds).  Set once, before any
+ * fetch_set_wanted() - @fn(arg, fid, within): is file @fid still to be
+ * read in a list's current epoch (lists_unread_now()), before its readers
+ * read @within more bytes (UINT64_MAX: anywhere in it).  Asked under the
+ * fetch lock (so it may take only locks after it: the lists lock) right
+ * before a prefetch of the current epoch (@current) or a staging claims
+ * its chunk: a file the reader opened meanwhile is not fetched for it
+ * again; and at a last close, with @within what staging holds: the
+ * file's staged chunks stay if so (fetch_stage()).  Set once, before any
  * prefetch; NULL: not asked.
  */
-void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
-		      bool (*soon)(void *arg, uint64_t fid, uint64_t within),
+void fetch_set_wanted(struct fetcher *f,
+		      bool (*fn)(void *arg, uint64_t fid, uint64_t within),
 		      void *arg);
 /*
  * fetch_prefetch() - fetch absent chunk @n of @ce (held by the caller) at

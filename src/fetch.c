@@ -110,8 +110,8 @@ struct fetcher {
 	void *prefetch_arg;
 	void (*on_stale)(void *arg, uint64_t fid);
 	void *stale_arg;
-	bool (*wanted)(void *arg, uint64_t fid);	/* fetch_set_wanted() */
-	bool (*soon)(void *arg, uint64_t fid, uint64_t within);
+	/* fetch_set_wanted() */
+	bool (*wanted)(void *arg, uint64_t fid, uint64_t within);
 	void *wanted_arg;
 
 	/*
@@ -1192,17 +1192,12 @@ static bool write_kept(struct fetcher *f, struct centry *ce,
 	return true;
 }
 
-/* is @fid still to be read by a list's reader in its current epoch (the
- * wanted callback; under the fetch lock, which may take the lists lock) */
-static bool wanted_locked(struct fetcher *f, uint64_t fid)
+/* is @fid still to be read by a list's reader in its current epoch,
+ * before the readers read @within more bytes (the wanted callback; under
+ * the fetch lock, which may take the lists lock) */
+static bool wanted_locked(struct fetcher *f, uint64_t fid, uint64_t within)
 {
-	return f->wanted && f->wanted(f->wanted_arg, fid);
-}
-
-/* ... and soon: within what staging may hold of the readers' bytes */
-static bool wanted_soon_locked(struct fetcher *f, uint64_t fid)
-{
-	return f->soon && f->soon(f->wanted_arg, fid, f->stage_limit);
+	return f->wanted && f->wanted(f->wanted_arg, fid, within);
 }
 
 /*
@@ -1217,9 +1212,9 @@ static bool wanted_soon_locked(struct fetcher *f, uint64_t fid)
  * prefetcher, finding the chunks staged, fetched nothing for it; they
  * are what that reader will read).  Soon: before the readers read as
  * many bytes as staging holds, so chunks kept for a file far ahead do
- * not crowd out the staging of the files before it.  Staging decided early, before the
- * reader went through the files before this one; by now room may have
- * appeared that MIN would give these chunks.
+ * not crowd out the staging of the files before it.  Staging decided
+ * early, before the reader went through the files before this one; by
+ * now room may have appeared that MIN would give these chunks.
  */
 static void settle_staged(struct fetcher *f, struct centry *ce,
 			  const struct cache_ident *ci)
@@ -1238,7 +1233,7 @@ static void settle_staged(struct fetcher *f, struct centry *ce,
 			write_staged(f, ce, ci, v[i], ADMIT_DEMAND);
 	free(v);
 	pthread_mutex_lock(&f->lock);
-	if (n && !cache_is_open(f->c, ce) && !wanted_soon_locked(f, ci->fid))
+	if (n && !cache_is_open(f->c, ce) && !wanted_locked(f, ci->fid, f->stage_limit))
 		unread = stageset_drop_file(&f->staged, ci->fid, ci->gen);
 	pthread_mutex_unlock(&f->lock);
 	stat_add(f->st, staged_unread, unread);
@@ -1321,7 +1316,7 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	if (n >= ci.nchunks || mem_has_locked(f, &id) ||
 	    failed_lately_locked(f, id_key(&id)))
 		goto out;
-	if (current && f->wanted && !wanted_locked(f, ci.fid))
+	if (current && f->wanted && !wanted_locked(f, ci.fid, UINT64_MAX))
 		goto out;
 	size = cache_chunk_len(f->c, ce, n);
 	if (!linkrate_room(&f->link, 0, size)) {
@@ -1381,12 +1376,11 @@ int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
 	return fetch_ahead(f, ce, n, true, current);
 }
 
-void fetch_set_wanted(struct fetcher *f, bool (*fn)(void *arg, uint64_t fid),
-		      bool (*soon)(void *arg, uint64_t fid, uint64_t within),
+void fetch_set_wanted(struct fetcher *f,
+		      bool (*fn)(void *arg, uint64_t fid, uint64_t within),
 		      void *arg)
 {
 	f->wanted = fn;
-	f->soon = soon;
 	f->wanted_arg = arg;
 }
 
@@ -1425,7 +1419,7 @@ static bool keep_staged(void *arg, uint64_t fid)
 			return true;
 	/* still ahead of a reader: the rounds from the ready marks stage
 	 * past the window a full round looks at */
-	if (wanted_locked(k->f, fid))
+	if (wanted_locked(k->f, fid, UINT64_MAX))
 		return true;
 	return cache_fid_open(k->f->c, fid);
 }

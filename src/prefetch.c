@@ -83,15 +83,11 @@ void prefetch_published(struct prefetcher *p)
 	prefetch_kick(p);
 }
 
-static bool wanted(void *arg, uint64_t fid)
-{
-	return lists_unread_now(arg, fid);
-}
-
-static bool wanted_soon(void *arg, uint64_t fid, uint64_t within)
+static bool wanted(void *arg, uint64_t fid, uint64_t within)
 {
 	return lists_unread_now(arg, fid) &&
-	       lists_next_use_bytes(arg, fid, NULL) < within;
+	       (within == UINT64_MAX ||
+		lists_next_use_bytes(arg, fid, NULL) < within);
 }
 
 /* the entry of file @fid held busy, or NULL if it is not a file now */
@@ -340,7 +336,7 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->f = f;
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
-	fetch_set_wanted(f, wanted, wanted_soon, l);
+	fetch_set_wanted(f, wanted, l);
 	cache_set_future(c, &(struct policy_future){
 		.one = lists_next_use_bytes, .many = lists_next_use_many,
 		.known = lists_known, .sync = lists_sync,

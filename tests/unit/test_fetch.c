@@ -474,16 +474,11 @@ static void test_stage(void)
 static bool want_flag;
 static uint64_t want_at;	/* what the readers read before the file */
 
-static bool want(void *arg, uint64_t fid)
+static bool want(void *arg, uint64_t fid, uint64_t within)
 {
 	(void)arg;
 	(void)fid;
-	return want_flag;
-}
-
-static bool want_soon(void *arg, uint64_t fid, uint64_t within)
-{
-	return want(arg, fid) && want_at < within;
+	return want_flag && want_at < within;
 }
 
 /*
@@ -507,7 +502,7 @@ static void test_stage_kept_for_a_reader_to_come(void)
 	env_stop(&e);
 	e.cf.memory_limit = 14 * CS;
 	env_start(&e);
-	fetch_set_wanted(e.fetch, want, want_soon, NULL);
+	fetch_set_wanted(e.fetch, want, NULL);
 	want_flag = true;
 	mem_put(e.be, "late", data, 4 * CS);
 	ce = attach(&e, "late", NULL);
