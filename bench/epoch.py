@@ -52,7 +52,11 @@ HTTP/TCP overhead) and their ratio to (read - cache); the byte hit ratio; the li
 files-ready-at-open hit ratio; the time of a local-disk read of the same order by the
 same job (full variant); daemon CPU. Backend bytes of epoch e are counted from just
 before its page-cache drop to just before the next epoch's (so prefetch done in between
-counts for the epoch that caused it).
+counts for the epoch that caused it). fusefs' "own" bytes of epoch e charge each epoch
+with what it reads: the bytes fetched during e for files of a list's queued epoch (the
+next epoch's first misses, fetched while e runs: prefetch_queued_bytes) go to e+1, and
+those fetched during e-1 for e come to e; the last epoch's lookahead, for an epoch this
+run never reads, is in no epoch's own bytes (it stays in the raw column).
 
 Results: JSON (--out) and a table on stdout; bench/plot.py draws the PNG (full variant).
 """
@@ -511,8 +515,15 @@ class Bench:
                           "prefetch_wasted_bytes", "evictions", "evicted_bytes",
                           "revalidations", "backend_reads", "chunks_not_stored",
                           "readahead_chunks", "chunks_stored", "staged_chunks",
-                          "staged_unread", "staged_stored")}
+                          "staged_unread", "staged_stored", "prefetch_queued_bytes")}
                 rec.update(delta)
+                # the epoch's own bytes: what it fetched ahead for the next epoch (a
+                # queued list's files) goes to the next one, and what the epoch before
+                # fetched for it comes here; the last epoch's lookahead serves an epoch
+                # this run never reads
+                prev = self.results[-1] if e else None
+                rec["own_bytes"] = (delta["bytes_from_backend"] - delta["prefetch_queued_bytes"]
+                                    + (prev["prefetch_queued_bytes"] if prev else 0))
                 rec["hit_bytes"] = round(1 - delta["bytes_from_backend"] / r["bytes"], 3)
                 rec["list_hit"] = None if listhit[e] is None else listhit[e] / 1000
             else:
@@ -540,13 +551,14 @@ class Bench:
         w("")
         w("| data | cache/data | variant | mode | ep | time s | compute s | bound s "
           "| time / bound | stall s | fuse wait s | backend MiB | backend / (read - C) "
-          "| hit (bytes) | list hit | x local | daemon CPU s |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| own MiB | own / (read - C) | hit (bytes) | list hit | x local | daemon CPU s |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in self.results:
             back = r.get("bytes_from_backend", r["veth_rx_bytes"])
             rmc = r["bytes_read"] - r["cache_bytes"]
+            own = r.get("own_bytes", back)
             w("| %s | %.1f | %s | %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %.1f | %s "
-              "| %.3f | %s | %s | %.1f |" % (
+              "| %.1f | %s | %.3f | %s | %s | %.1f |" % (
                 r["dataset"], r["ratio"], r["variant"],
                 r["mode"] + ("" if r.get("rep") is None else " #%d" % r["rep"]),
                 r["epoch"], r["secs"],
@@ -554,6 +566,8 @@ class Bench:
                 "%.1f" % (r["stall_us"] / 1e6) if "stall_us" in r else "-",
                 back / MIB,
                 "%.3f" % (back / rmc) if rmc > 0 and r["epoch"] > 1 else "-",
+                own / MIB,
+                "%.3f" % (own / rmc) if rmc > 0 and r["epoch"] > 1 else "-",
                 r["hit_bytes"],
                 "%.2f" % r["list_hit"] if r.get("list_hit") is not None else "-",
                 "%.2f" % r["frac_local"] if r.get("frac_local") is not None else "-",

@@ -218,8 +218,10 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
  * file is exactly the object's size (O_DIRECT padding cut off).  From then
  * on the file is *lent*: the kernel may read it after every open closed
  * (a mapping made through a passthrough open maps the backing file), so it
- * is never changed in place again (no chunk evicted from it alone) and,
- * when it goes, unlinked, never reused as a spare.
+ * is never changed in place again: when it goes, it is unlinked, never
+ * reused as a spare; when only its last chunks go, the chunks kept are
+ * copied into a new data file renamed over it, and the entry is lent no
+ * more (cache_priv.h, cache_move_head()).
  * A stale entry (replaced by a newer version) is never lent: a new entry
  * of its version may share its data file (see cache_priv.h, lent_stale).
  * Return: an fd (owned by the cache, valid while @ce is open), -EAGAIN

@@ -37,12 +37,14 @@
 	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
 	X(prefetch_kept_stored) /* refused on arrival, written later */ \
+	X(prefetch_queued_bytes) /* fetched for a queued epoch's read */ \
 	X(staged_chunks)	/* fetched ahead into memory only */	\
 	X(staged_unread)	/* of those, dropped before any read */ \
 	X(staged_stored)	/* of those, written to disk after all */ \
 	X(stall_us)		/* time reads waited for the backend */	\
 	X(lists_published)	/* epoch lists accepted */		\
 	X(passthrough_opens)	/* opens the kernel reads directly */	\
+	X(lent_moves)		/* lent files whose head was moved */	\
 	X(passthrough_bytes)	/* their file sizes (reads not seen) */	\
 	/* verification of chunks from an earlier run (verifier.h) */	\
 	X(verify_reads)		/* chunk reads to verify, by anyone */	\

@@ -349,14 +349,108 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 		evict_locked(c, ce, l);
 }
 
+/* @ce's descriptors, its data file replaced: closed after unlocking, the
+ * path (the new file's) left alone */
+static void close_later_locked(struct cache *c, struct centry *ce,
+			       struct later *l)
+{
+	struct grave *g;
+
+	idle_unlink_locked(c, ce);
+	if (ce->fd < 0 && ce->dfd < 0)
+		return;
+	g = calloc(1, sizeof(*g));
+	if (g) {
+		g->fid = ce->fid;
+		g->gen = ce->gen;
+		g->fd = ce->fd;
+		g->dfd = ce->dfd;
+		g->keep = true;
+		g->next = c->graves;
+		c->graves = g;
+		g->todo = l->graves;
+		l->graves = g;
+	} else {		/* rare: better than leaking them */
+		if (ce->fd >= 0)
+			close(ce->fd);
+		if (ce->dfd >= 0)
+			close(ce->dfd);
+	}
+	ce->fd = ce->dfd = -1;
+}
+
+static int disk_room(struct cache *c, uint64_t need);
+static void disk_done(uint64_t need);
+static bool shares_lent_file_locked(const struct cache *c,
+				    const struct centry *ce);
+
+/*
+ * Drop the last cached chunks of idle lent entry @ce until @bytes are
+ * freed.  The kernel may read its data file, so it is not punched: the
+ * chunks kept are copied into a new file renamed over it
+ * (cache_move_head(); the kernel reads on from the old one), and @ce is
+ * lent no more (its later drops are punches).  Under the cache lock, as
+ * a punch is: a copy of at most CACHE_MOVE_MAX bytes on the local disk.
+ * The whole file goes instead if the head is larger, if the disk has no
+ * room for the copy (disk_room()), if the move fails, or if a stale lent
+ * entry shares the file's path (A, B, then A again: it may open the path
+ * again for its own reads, direct_fd()).
+ */
+static void move_tail_locked(struct cache *c, struct centry *ce,
+			     uint64_t bytes, struct later *l)
+{
+	uint64_t freed = 0, kept;
+	uint32_t end = ce->nchunks, n;
+	int rc;
+
+	while (end > 0 && freed < bytes) {
+		n = --end;
+		if (ce->state[n] == CH_PRESENT || ce->state[n] == CH_UNVERIFIED)
+			freed += blocks(cache_chunk_len(c, ce, n));
+	}
+	kept = ce->used - freed;
+	if (freed < bytes || freed >= ce->used || kept > CACHE_MOVE_MAX ||
+	    shares_lent_file_locked(c, ce) || disk_room(c, kept)) {
+		evict_locked(c, ce, l);
+		return;
+	}
+	rc = cache_move_head(c, ce, end);
+	disk_done(kept);
+	if (rc) {
+		log_warn("cannot move the cached head of '%s': %s; evicting it",
+			 str_log(ce->key), strerror(-rc));
+		evict_locked(c, ce, l);
+		return;
+	}
+	close_later_locked(c, ce, l);
+	ce->lent = false;
+	for (n = end; n < ce->nchunks; n++) {
+		if (ce->state[n] != CH_PRESENT && ce->state[n] != CH_UNVERIFIED)
+			continue;
+		meta_q_drop_chunk(c->meta, ce->fid, n);
+		unverified_dropped_locked(c, ce, n);
+		ce->state[n] = CH_ABSENT;
+	}
+	ce->used -= freed;
+	policy_charge(&c->pol, ce->pn, -(int64_t)freed);
+	if (ce->pn->prefetched)
+		stat_add(c->st, prefetch_wasted_bytes, freed);
+	stat_add(c->st, evicted_bytes, freed);
+	stat_inc(c->st, lent_moves);
+	log_dbg("evict %" PRIu64 " bytes of %s (lent: the rest moved)", freed,
+		str_log(ce->key));
+}
+
 /* drop @take bytes of victim @v (NULL: gone already): all or its tail */
 static void drop_victim_locked(struct cache *c, struct centry *v,
 			       uint64_t take, struct later *l)
 {
 	if (!v)
 		return;
-	if (take >= v->used || v->lent)	/* lent: never punched */
+	if (take >= v->used)
 		evict_locked(c, v, l);
+	else if (v->lent)	/* the kernel may read it: never punched */
+		move_tail_locked(c, v, take, l);
 	else
 		drop_tail_locked(c, v, take, l);
 }

@@ -155,10 +155,11 @@ static void drop_unfound(struct cache *c, unsigned *chunks, unsigned *files)
 }
 
 /*
- * Reconcile the index with the data files: files nobody indexes (a crash
- * between write and commit) go, chunks on disk but not indexed are
- * punched, chunks indexed but not on disk (a crash between an eviction
- * and its commit) are forgotten.
+ * Reconcile the index with the data files: files nobody indexes (a
+ * crash between write and commit) and the temporary files of moves go,
+ * chunks on disk but not indexed are punched, chunks indexed but not on
+ * disk (a crash between an eviction, or a move, and its commit) are
+ * forgotten.
  */
 static void sweep_orphans(struct cache *c)
 {
@@ -181,6 +182,12 @@ static void sweep_orphans(struct cache *c)
 
 			if (de->d_name[0] == '.')
 				continue;
+			if (!strncmp(de->d_name, CACHE_MOVE_PREFIX,
+				     sizeof(CACHE_MOVE_PREFIX) - 1)) {
+				/* a move a crash cut short */
+				unlinkat(dirfd(d), de->d_name, 0);
+				continue;
+			}
 			if (sscanf(de->d_name, "%16" SCNx64 "-%16" SCNx64,
 				   &fid, &gen) != 2)
 				continue;

@@ -41,8 +41,10 @@ struct centry {
 	 * file): a mapping made through an open of it reads the file after
 	 * that open's RELEASE, for as long as it lives, and an open of a
 	 * newer version may share it.  So the file is never changed in place
-	 * again: no chunk punched (the whole file goes), never made a spare
-	 * (unlinked: the kernel keeps reading the unlinked inode).
+	 * again: no chunk punched (its last chunks go by a move of the rest
+	 * to a new file, cache_move_head(), after which the entry is lent no
+	 * more; or the whole file goes), never made a spare (unlinked: the
+	 * kernel keeps reading the unlinked inode).
 	 */
 	bool lent;
 	/* the next stale lent entry (struct cache's lent_stale) */
@@ -107,7 +109,8 @@ struct cache {
 	 * Stale entries that were lent, until they go: a new entry of the
 	 * same version (A, B, then A again) has the same data file path, so
 	 * it opens the file the kernel may still read for them, and is lent
-	 * from the start (never punched, never made a spare).
+	 * from the start (never punched, never made a spare, and while such
+	 * a stale entry lives never moved: the whole file goes).
 	 */
 	struct centry *lent_stale;
 	uint64_t files;
@@ -145,6 +148,28 @@ int centry_insert(struct cache *c, uint64_t fid, const char *key,
 /* cache_data_path() - the data file of @fid at @gen */
 void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		     char *out, size_t len);
+/*
+ * A lent entry's tail (cache.h, cache_passthrough_fd()) goes by a move:
+ * its kept chunks are copied into DIR/data/XX/CACHE_MOVE_PREFIX<name>,
+ * which is renamed over its data file.  The kernel reads on from the old
+ * file (unlinked, never changed); a crash leaves at most a temporary file
+ * (removed by the next start's orphan sweep) or a data file short of the
+ * chunks whose drop was not committed (the sweep forgets them).  At most
+ * CACHE_MOVE_MAX bytes are copied (under the cache lock); above that the
+ * whole file goes, as before.
+ */
+#define CACHE_MOVE_PREFIX	"move-"
+#define CACHE_MOVE_MAX		(64ULL << 20)
+/* cache_move_path() - the temporary file of a move of @fid at @gen */
+void cache_move_path(const struct cache *c, uint64_t fid, uint64_t gen,
+		     char *out, size_t len);
+/*
+ * cache_move_head() - copy the cached chunks of @ce below @end (its state,
+ * under the cache lock; @ce idle) into a new file and rename it over @ce's
+ * data file.  @ce's descriptors, if open, still reach the old file.
+ * Return: 0, or -errno (nothing renamed, the temporary file removed).
+ */
+int cache_move_head(struct cache *c, const struct centry *ce, uint32_t end);
 /* spares_init() - at start-up, before any thread: empty DIR/data/spare
  * (made if missing; without it every spare_*() fails) */
 void spares_init(struct cache *c);

@@ -66,6 +66,7 @@ struct inflight {
 	bool ready;			/* cb holds the chunk */
 	bool prefetch;			/* nobody asked for it yet */
 	bool stage;			/* for memory only (fetch_stage()) */
+	bool queued;			/* prefetch for a queued epoch's read */
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
 	uint32_t st_bytes;		/* stage: counted in staging_bytes */
 	struct waiter *waiters;
@@ -880,6 +881,8 @@ static void complete(struct fetcher *f, struct inflight *in)
 	}
 	stat_inc(f->st, backend_reads);
 	stat_add(f->st, bytes_from_backend, ret);
+	if (in->queued)
+		stat_add(f->st, prefetch_queued_bytes, ret);
 	in->cb->len = ret;
 	/* zero the O_DIRECT padding so the cache file holds no garbage */
 	memset(in->cb->data + ret, 0, ((ret + 4095) & ~4095L) - ret);
@@ -1340,6 +1343,7 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	}
 	in->prefetch = true;
 	in->stage = stage;
+	in->queued = !current;
 	/* prefetches as the cache will charge them: whole 4 KiB blocks;
 	 * staged chunks take no disk */
 	if (!stage)

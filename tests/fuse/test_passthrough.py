@@ -2,7 +2,8 @@
 its opens are answered with a backing file and the kernel reads the cache
 file directly (the daemon sees no READ). Partly cached files, changed
 files and a damaged cache stay on the daemon path; an inode never mixes
-modes; a file with passthrough opens is not evicted; --passthrough off
+modes; a file with passthrough opens is not evicted, and one that gives up
+its last chunks keeps the rest in a new data file; --passthrough off
 and a daemon without CAP_SYS_ADMIN fall back to the daemon path."""
 
 import os
@@ -223,6 +224,44 @@ def test_file_with_passthrough_opens_is_not_evicted(mounter, src):
     ctl_write(m, "evict", b"e\n")
     assert cached(m, "e") == 0
     assert read_uncached(m.path("e")) == d
+
+
+def test_lent_file_gives_up_its_tail_by_a_move(mounter, src, tmp_path):
+    """a file read through passthrough (lent to the kernel) whose last
+    chunk the cache needs room for keeps its first chunks: they are copied
+    into a new data file renamed over the one the kernel was given, which
+    is never punched (before: the whole file went, and its head was
+    fetched again); it reads whole again, and after a remount too"""
+    big, o = rnd(4 * CHUNK, 21), rnd(2 * CHUNK, 22)
+    put(src, {"big": big, "o": o})
+    cache = str(tmp_path / "cache")
+    m = mounter("--cache-size", "5M", "--readahead", "0", cache=cache)
+    warm(m, "big", big)
+    until_passthrough(m, "big", big)
+    (v1,) = data_files(cache)
+    ino = os.stat(v1).st_ino
+    # big is read first (so nothing takes it while the lists are set up),
+    # then an epoch that reads o, then one that reads o and big: o's second
+    # chunk takes the room of big's last one, needed last
+    ctl_write(m, "lists/t", b"# epoch 0\n# begin\nbig\n")
+    ctl_write(m, "lists/t", b"# epoch 1\no\n")
+    ctl_write(m, "lists/t", b"# epoch 2\no\nbig\n")
+    assert m.stats()["lent_moves"] == 0 and cached(m, "big") == 4 * CHUNK
+    ctl_write(m, "lists/t", b"# epoch 1\n# begin\n")
+    # (read again until stored: big's last RELEASE may come after the
+    # first read, and a file still open is no victim)
+    assert wait_for(lambda: read_uncached(m.path("o")) == o and
+                    cached(m, "o") == 2 * CHUNK)
+    assert m.stats()["lent_moves"] == 1
+    assert cached(m, "big") == 3 * CHUNK
+    assert v1 in data_files(cache) and os.stat(v1).st_ino != ino
+    assert not [f for f in data_files(cache) if "/move-" in f]
+    assert spare_files(cache) == []
+    assert read_uncached(m.path("big")) == big
+    m.umount()
+    m = mounter("--cache-size", "5M", "--readahead", "0", cache=cache)
+    assert read_uncached(m.path("big")) == big
+    assert m.stats()["checksum_failures"] == 0
 
 
 def test_sigkill_with_passthrough_opens_then_remount(mounter, src, tmp_path):

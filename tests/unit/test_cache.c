@@ -626,55 +626,138 @@ static void test_spare_pool(void)
 	env_fini(&e);
 }
 
+/* a file of the cache directory whose name starts with @prefix? */
+static bool file_named(struct env *e, const char *prefix)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	unsigned i;
+	DIR *d;
+
+	for (i = 0; i < 256 && !found; i++) {
+		snprintf(path, sizeof(path), "%s/data/%02x", e->dir, i);
+		d = opendir(path);
+		while (d && (de = readdir(d)))
+			found |= !strncmp(de->d_name, prefix, strlen(prefix));
+		if (d)
+			closedir(d);
+	}
+	return found;
+}
+
 /*
  * A file given to the kernel (cache_passthrough_fd()) may be read after
- * every open closed (a mapping of the backing file): an eviction that
- * would take only its last chunks takes the whole file, and its data file
- * is unlinked, never punched, emptied or reused; what the kernel holds
- * reads the object whole.
+ * every open closed (a mapping of the backing file): it is never punched,
+ * emptied or reused.  An eviction that takes only its last chunks copies
+ * the chunks it keeps into a new data file renamed over it: the entry
+ * keeps them (a later read fetches only what went), what the kernel holds
+ * still reads the object whole (the old file, unlinked), and the moved
+ * chunks verify after a restart.
  */
 static void test_lent_file_is_never_changed_in_place(void)
 {
 	char *got = malloc(4 * CS), *da = pattern(2 * CS + 5, 1),
-	     *db = pattern(2 * CS + 5, 2), *dc = pattern(2 * CS, 3);
+	     *db = pattern(2 * CS + 5, 2), *dd = pattern(2 * CS, 4);
+	char path[PATH_MAX];
 	struct centry *ce, *b;
 	struct stat sb;
+	uint64_t reads;
 	struct env e;
 	bool empty;
-	int i, kfd;
+	int i, kfd, fd;
 
-	three_objects(&e, got, da, db, dc);
+	if (!got)
+		abort();
+	env_init(&e, 6 * CS, 0, READ_DIRECT);
+	mem_put(e.be, "a", da, 2 * CS + 5);
+	mem_put(e.be, "b", db, 2 * CS + 5);
+	mem_put(e.be, "d", dd, 2 * CS);
+	fid_last = hash64("b", 1, 3);
+	ce = attach(&e, "a", NULL);
+	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
+	cache_detach(e.cache, ce);
 	b = attach(&e, "b", NULL);
 	CHECK_INT(read_all(&e, b, got, 2 * CS + 5), ==, 0);
 	for (i = 0; i < 200 && !cache_is_complete(e.cache, b); i++)
 		usleep(10000);		/* stored after the reply */
 	kfd = cache_passthrough_fd(e.cache, b);
 	CHECK(kfd >= 0);
+	CHECK(b->lent);
 	kfd = dup(kfd);			/* what the kernel would hold */
 	cache_detach(e.cache, b);
 	cache_set_future(e.cache, &(struct policy_future){ .one = last_needed });
-	/* c needs room: b, needed last, would give up its last chunks */
-	ce = attach(&e, "c", NULL);
+	/* d's second chunk needs room: b, needed last, gives up its last
+	 * chunks */
+	ce = attach(&e, "d", NULL);
 	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
 	for (i = 0; i < 200 && !cache_is_complete(e.cache, ce); i++)
 		usleep(10000);
+	CHECK(cache_is_complete(e.cache, ce));
 	cache_detach(e.cache, ce);
 	b = attach(&e, "b", NULL);
-	CHECK_INT(cache_chunk_state(e.cache, b, 0), ==, CH_ABSENT);	/* all */
-	cache_detach(e.cache, b);
+	CHECK_INT(cache_chunk_state(e.cache, b, 0), ==, CH_PRESENT);	/* kept */
+	CHECK_INT(cache_chunk_state(e.cache, b, 1), ==, CH_ABSENT);
+	CHECK_INT(cache_chunk_state(e.cache, b, 2), ==, CH_ABSENT);
+	CHECK(!b->lent);
+	CHECK_INT(e.st.lent_moves, ==, 1);
+	CHECK(!file_named(&e, "move-"));
 	CHECK_INT(spares_on_disk(&e, &empty), ==, 0);
+	/* the kernel's file: unlinked, unchanged, the object whole */
 	CHECK_INT(fstat(kfd, &sb), ==, 0);
-	CHECK_INT(sb.st_nlink, ==, 0);			/* unlinked */
+	CHECK_INT(sb.st_nlink, ==, 0);
 	memset(got, 0, 4 * CS);
 	CHECK_INT(pread(kfd, got, 2 * CS + 5, 0), ==, 2 * CS + 5);
 	CHECK_INT(pread(kfd, got + 3 * CS, CS, 2 * CS + 5), ==, 0);	/* EOF */
 	CHECK(!memcmp(got, db, 2 * CS + 5));
 	close(kfd);
+	/* the entry's new file at its path holds chunk 0 */
+	cache_data_path(e.cache, b->fid, b->gen, path, sizeof(path));
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	memset(got, 0, 4 * CS);
+	CHECK_INT(pread(fd, got, CS, 0), ==, CS);
+	CHECK(!memcmp(got, db, CS));
+	close(fd);
+	cache_detach(e.cache, b);
+	/* after a restart chunk 0 verifies from there (no checksum failure):
+	 * only the chunks that went are fetched */
+	env_stop(&e);
+	env_start(&e);
+	b = attach(&e, "b", NULL);
+	CHECK(cache_chunk_state(e.cache, b, 0) != CH_ABSENT);
+	reads = mem_reads(e.be);
+	memset(got, 0, 4 * CS);
+	CHECK_INT(read_all(&e, b, got, 2 * CS + 5), ==, 0);
+	CHECK(!memcmp(got, db, 2 * CS + 5));
+	CHECK_INT(e.st.checksum_failures, ==, 0);
+	CHECK_INT(mem_reads(e.be), ==, reads + 2);
+	cache_detach(e.cache, b);
 	env_fini(&e);
 	free(got);
 	free(da);
 	free(db);
-	free(dc);
+	free(dd);
+}
+
+/* a move a crash cut short leaves a temporary file: the next start
+ * removes it */
+static void test_move_leftover_removed_at_start(void)
+{
+	char path[PATH_MAX];
+	struct env e;
+
+	env_init(&e, 6 * CS, 0, READ_DIRECT);
+	env_stop(&e);
+	snprintf(path, sizeof(path), "%s/data/07", e.dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/data/07/move-0000000000000007-0000000000000001",
+		 e.dir);
+	put_file(path, "half a copy");
+	CHECK(file_named(&e, "move-"));
+	env_start(&e);
+	CHECK(!file_named(&e, "move-"));
+	env_fini(&e);
 }
 
 /*
@@ -804,6 +887,7 @@ int main(void)
 	TEST(test_evicted_files_become_spares);
 	TEST(test_spare_pool);
 	TEST(test_lent_file_is_never_changed_in_place);
+	TEST(test_move_leftover_removed_at_start);
 	TEST(test_version_back_keeps_its_file);
 	TEST(test_version_back_to_a_lent_file_is_lent);
 	return runner_done();

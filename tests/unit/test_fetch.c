@@ -482,6 +482,42 @@ static bool want(void *arg, uint64_t fid, uint64_t within)
 }
 
 /*
+ * Prefetches for a queued epoch's read (not @current) count their bytes
+ * in prefetch_queued_bytes, so that a benchmark can charge what an epoch
+ * fetched for the next one to the next one; the current epoch's do not.
+ */
+static void test_queued_prefetch_counted(void)
+{
+	struct env e;
+	char *data = pattern(3 * CS, 23);
+	struct centry *now, *next;
+	uint32_t c;
+
+	env_init(&e, 8 * CS, 0, READ_DIRECT);
+	mem_put(e.be, "now", data, 2 * CS);
+	mem_put(e.be, "next", data, 3 * CS - 100);
+	now = attach(&e, "now", NULL);
+	next = attach(&e, "next", NULL);
+	for (c = 0; c < 2; c++)
+		CHECK_INT(fetch_prefetch(e.fetch, now, c, true), ==, 1);
+	wait_staged(&e, now, 2);
+	CHECK_INT(e.st.prefetch_chunks, ==, 2);
+	CHECK_INT(e.st.prefetch_queued_bytes, ==, 0);
+	for (c = 0; c < 3; c++)
+		CHECK_INT(fetch_prefetch(e.fetch, next, c, false), ==, 1);
+	wait_staged(&e, next, 3);
+	CHECK_INT(e.st.prefetch_chunks, ==, 5);
+	CHECK_INT(e.st.prefetch_queued_bytes, ==, 3 * CS - 100);
+	CHECK_INT(e.st.bytes_from_backend, ==, 5 * CS - 100);
+	for (c = 0; c < 3; c++)
+		CHECK_INT(cache_chunk_state(e.cache, next, c), ==, CH_PRESENT);
+	cache_detach(e.cache, now);
+	cache_detach(e.cache, next);
+	env_fini(&e);
+	free(data);
+}
+
+/*
  * A last close keeps the staged chunks the cache did not take while a
  * list's reader is to read the file soon in its current epoch: the
  * release of an epoch's last file may come after the next epoch began
@@ -638,6 +674,7 @@ int main(void)
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
 	TEST(test_stage_kept_for_a_reader_to_come);
+	TEST(test_queued_prefetch_counted);
 	TEST(test_speculation_bounded_by_link);
 	return runner_done();
 }
