@@ -30,6 +30,7 @@
  * stays known, so the next admissions go on from there.
  */
 #define USE_BUDGET	POLICY_RANK_SAMPLE
+#define USE_RESYNCS	2	/* -ESTALE: the lists changed while ranking */
 
 struct rank_scratch {		/* see rank_many() */
 	struct policy_node **nodes;
@@ -383,6 +384,7 @@ struct pick_ctx {
 	bool blind;		/* future, but no use known: all NONE */
 	bool lazy;		/* cands come from the use heaps on demand */
 	bool eager;		/* ... not (it failed in this admission) */
+	unsigned char resyncs;	/* lazy rankings begun again (-ESTALE) */
 	size_t budget;		/* re-placements left before giving up */
 	uint64_t in_use;	/* auto: when @in's next chunk is needed */
 	int ncand;
@@ -837,6 +839,14 @@ again:
 	}
 	if (x->lazy && use_more(p, x, best, bk)) {
 		rc = use_next(p, in, x);
+		if (rc == -ESTALE && x->resyncs < USE_RESYNCS) {
+			/* the lists changed since use_sync(): begin again */
+			use_restore(p);
+			x->resyncs++;
+			x->ncand = 0;
+			x->budget = USE_BUDGET;
+			rc = use_sync(p) ? -ENOMEM : 1;
+		}
 		if (rc < 0) {		/* rank the other way */
 			use_restore(p);
 			x->lazy = false;
@@ -956,6 +966,7 @@ static int choose(const struct policy *p, const struct policy_node *in,
 	x->ranked = false;
 	x->lazy = false;
 	x->eager = false;
+	x->resyncs = 0;
 	x->future = p->fut.one != NULL && pick == auto_pick;
 	x->blind = x->future && p->fut.known && !p->fut.known(p->fut.arg);
 	x->in_use = NEXT_USE_NONE;
