@@ -754,6 +754,18 @@ static void use_restore(const struct policy *p)
 	s->naside = 0;
 }
 
+/* rank lazily from the use heaps, caught up with the lists: false if
+ * they cannot be (then rank the other way) */
+static bool use_begin(const struct policy *p, struct pick_ctx *x)
+{
+	if (use_sync(p))
+		return false;
+	x->ncand = 0;
+	x->lazy = true;		/* see best_cand() */
+	x->budget = USE_BUDGET;
+	return true;
+}
+
 /* must another node be confirmed before @best (key @bk) is the best? */
 static bool use_more(const struct policy *p, const struct pick_ctx *x,
 		     const struct cand *best, uint64_t bk)
@@ -782,11 +794,8 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 		policy_stat(p, victim_choices, 1);
 	x->ranked = true;
 	if (x->future && !x->blind && !x->eager && use_ready(p) &&
-	    !use_sync(p)) {
-		x->lazy = true;		/* see best_cand() */
-		x->budget = USE_BUDGET;
+	    use_begin(p, x))
 		return;
-	}
 	if ((!x->future || x->blind) && !p->cold_lost) {
 		struct cold_walk w = { p, in, x };
 
@@ -843,9 +852,7 @@ again:
 			/* the lists changed since use_sync(): begin again */
 			use_restore(p);
 			x->resyncs++;
-			x->ncand = 0;
-			x->budget = USE_BUDGET;
-			rc = use_sync(p) ? -ENOMEM : 1;
+			rc = use_begin(p, x) ? 1 : -ENOMEM;
 		}
 		if (rc < 0) {		/* rank the other way */
 			use_restore(p);

@@ -141,7 +141,20 @@ static void counted_many(void *arg, const uint64_t *fids, uint64_t *uses,
 }
 
 static void publish(const char *name, long epoch, bool begin,
-		    const unsigned *order, unsigned n);
+		    const unsigned *order, unsigned n)
+{
+	static char text[MANY * 8 + 64];
+	struct list_report rep;
+	size_t at;
+	unsigned i;
+
+	at = (size_t)sprintf(text, "# epoch %ld\n%s", epoch,
+			     begin ? "# begin\n" : "");
+	for (i = 0; i < n; i++)
+		at += (size_t)sprintf(text + at, "f%u\n", order[i]);
+	CHECK_INT(lists_publish(tw.l, name, text, at, resolve, NULL, &rep),
+		  ==, 0);
+}
 
 /*
  * Another rank publishes between the admission's sync and this where():
@@ -223,22 +236,6 @@ static void read_file(unsigned f, enum admit_kind kind, int64_t now)
 		if (!admit((int)f, MIN(CHUNK, size_of(f) - x->cached), kind,
 			   now))
 			break;
-}
-
-static void publish(const char *name, long epoch, bool begin,
-		    const unsigned *order, unsigned n)
-{
-	static char text[MANY * 8 + 64];
-	struct list_report rep;
-	size_t at;
-	unsigned i;
-
-	at = (size_t)sprintf(text, "# epoch %ld\n%s", epoch,
-			     begin ? "# begin\n" : "");
-	for (i = 0; i < n; i++)
-		at += (size_t)sprintf(text + at, "f%u\n", order[i]);
-	CHECK_INT(lists_publish(tw.l, name, text, at, resolve, NULL, &rep),
-		  ==, 0);
 }
 
 /* rank @r's part of epoch @e (positions r, r + RANKS, ...) */
