@@ -261,11 +261,17 @@ bool lists_unread_now(struct lists *l, uint64_t fid);
  * open next, in order, interleaving the lists, starting @skip files past
  * each list's reader (unread files of the current epoch from low on,
  * then the queued epochs).  @current (may be NULL): current[i] tells if
- * fids[i] is in its list's current epoch (not a queued one).
+ * fids[i] is in its list's current epoch (not a queued one).  @slot (may
+ * be NULL): slot[i] is the index of fids[i]'s list among the active ones
+ * (below LISTS_MAX), for a caller that ends one list's walk and goes on
+ * with the others.  @start: the interleave begins with the start-th
+ * active list (modulo their number), so that a caller can take the lists
+ * in turn.
  * Return: count.
  */
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids,
-		    bool *current, size_t max);
+		    bool *current, unsigned char *slot, unsigned start,
+		    size_t max);
 
 /*
  * lists_set_ready() - the prefetcher saw which of @n window files are on
@@ -293,21 +299,23 @@ void lists_set_ready(struct lists *l, const uint64_t *fids, const bool *ready,
  * SIZE_MAX if no list jumped.
  */
 size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
-			  size_t max, size_t *marks, size_t *jumped);
+			  unsigned char *slot, unsigned start, size_t max,
+			  size_t *marks, size_t *jumped);
 void lists_extend_ready(struct lists *l, const uint64_t *fids,
 			const bool *ready, size_t n);
 /*
- * lists_note_worked() - the prefetcher left nothing to do for @fids[0..n)
- * (each on disk, on its way there, staged in memory, or not needed): each
- * list's work mark moves over the run of them after it.  @from_low: the
+ * lists_note_worked() - the prefetcher left nothing to do for those of
+ * @fids[0..n) with @worked[i] (all if @worked is NULL; each on disk, on
+ * its way there, staged in memory, or not needed): each list's work mark
+ * moves over the run of them after it.  @from_low: the
  * files came from lists_window() (from each reader on; the mark may move
  * back), else from lists_window_ahead() (the run starts where that window
  * went on).  The work mark only saves looking again: a file before it
  * whose state changes (a failed fetch, an eviction) is seen by the next
  * full round.  May allocate; on -ENOMEM the marks stay as they were.
  */
-void lists_note_worked(struct lists *l, const uint64_t *fids, size_t n,
-		       bool from_low);
+void lists_note_worked(struct lists *l, const uint64_t *fids,
+		       const bool *worked, size_t n, bool from_low);
 
 /* lists_print() - 'list_KEY{list="NAME"} value' lines, grouped by KEY */
 void lists_print(struct lists *l, FILE *f);

@@ -1461,11 +1461,12 @@ static void lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
  * list jumped and none came after, SIZE_MAX if none jumped.
  */
 static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
-		     bool *current, size_t max, size_t *marks, size_t *jumped)
+		     bool *current, unsigned char *slot, unsigned start,
+		     size_t max, size_t *marks, size_t *jumped)
 {
 	struct cursor cur[LISTS_MAX], work[LISTS_MAX];
 	bool first[LISTS_MAX], landed[LISTS_MAX];
-	unsigned i, n = 0;
+	unsigned i, t, n = 0;
 	size_t out = 0, k, pass = 0, jump = SIZE_MAX;
 	bool more = true, any = false;
 	uint64_t now;
@@ -1489,9 +1490,10 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 	}
 	while (more && out < max) {
 		more = false;
-		for (i = 0; i < n && out < max; i++) {
+		for (t = 0; t < n && out < max; t++) {
 			const struct ent *x;
 
+			i = (t + start) % n;
 			if (!cur[i].r)
 				continue;
 			x = cursor_next(&cur[i]);
@@ -1504,6 +1506,8 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 			landed[i] = false;
 			if (current)
 				current[out] = cur[i].ep < 0;
+			if (slot)
+				slot[out] = (unsigned char)i;
 			fids[out++] = x->fid;
 			more = true;
 			/* past the file at the ready mark: on at the work mark */
@@ -1525,15 +1529,19 @@ static size_t window(struct lists *l, size_t skip, bool ahead, uint64_t *fids,
 }
 
 size_t lists_window(struct lists *l, size_t skip, uint64_t *fids,
-		    bool *current, size_t max)
+		    bool *current, unsigned char *slot, unsigned start,
+		    size_t max)
 {
-	return window(l, skip, false, fids, current, max, NULL, NULL);
+	return window(l, skip, false, fids, current, slot, start, max, NULL,
+		      NULL);
 }
 
 size_t lists_window_ahead(struct lists *l, uint64_t *fids, bool *current,
-			  size_t max, size_t *marks, size_t *jumped)
+			  unsigned char *slot, unsigned start, size_t max,
+			  size_t *marks, size_t *jumped)
 {
-	return window(l, 0, true, fids, current, max, marks, jumped);
+	return window(l, 0, true, fids, current, slot, start, max, marks,
+		      jumped);
 }
 
 /*
@@ -1601,10 +1609,10 @@ void lists_extend_ready(struct lists *l, const uint64_t *fids,
 	mark_run(l, fids, ready, n, false, false);
 }
 
-void lists_note_worked(struct lists *l, const uint64_t *fids, size_t n,
-		       bool from_low)
+void lists_note_worked(struct lists *l, const uint64_t *fids,
+		       const bool *worked, size_t n, bool from_low)
 {
-	mark_run(l, fids, NULL, n, from_low, true);
+	mark_run(l, fids, worked, n, from_low, true);
 }
 
 /* ---- texts ---- */

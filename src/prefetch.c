@@ -45,6 +45,8 @@ struct prefetcher {
 	uint64_t *fids;		/* the prefetch thread's */
 	bool *ready;		/* fids[i] is on disk (for the leads) */
 	bool *current;		/* fids[i] is in its list's current epoch */
+	unsigned char *slot;	/* fids[i]'s list (lists_window()) */
+	bool *worked;		/* nothing left to do for fids[i] */
 	bool work_refused;	/* the last round had refused a chunk where
 				 * it stopped (at the work marks) */
 	/* every RECHECK_ROUNDS-th looks at all; atomic for tests to read */
@@ -131,14 +133,17 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
  * memory if it wants it now); otherwise staged chunks are passed over
  * without asking it.  Only files of the current epoch (@current) are
  * staged: the memory goes to the misses the reader meets next; at a
- * queued epoch's first refused chunk the window ends, as it does when
- * staging is full.
- * Return: true if the window ends here (staging full or not allowed, or
- * the fetcher at its bound).
+ * queued epoch's first refused chunk that list's walk ends (its reader
+ * finished its current epoch: the other lists' readers have not, and
+ * their misses still go to memory).
+ * Return: WALK_ON, WALK_END (staging full, the fetcher at its bound: the
+ * whole window ends here) or LIST_END (this file's list ends here).
  */
-static bool fetch_missing(struct prefetcher *p, struct centry *ce,
-			  const struct cache_ident *ci, bool recheck,
-			  bool current, bool *refused)
+enum walk { WALK_ON, WALK_END, LIST_END };
+
+static enum walk fetch_missing(struct prefetcher *p, struct centry *ce,
+			       const struct cache_ident *ci, bool recheck,
+			       bool current, bool *refused)
 {
 	uint32_t c;
 
@@ -159,7 +164,7 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 				  cache_admits(p->c, ce, need, ADMIT_PREFETCH))) {
 			rc = fetch_prefetch(p->f, ce, c, current);
 			if (rc == -EBUSY || rc == -ENOMEM)
-				return true;
+				return WALK_END;
 			/* not going to disk (kept in memory, stored by
 			 * nobody): the chunks after it must not either */
 			*refused |= rc != 1;
@@ -168,19 +173,21 @@ static bool fetch_missing(struct prefetcher *p, struct centry *ce,
 		*refused = true;
 		if (staged)
 			continue;
-		rc = current ? fetch_stage(p->f, ce, c, true) : -ENOSPC;
+		if (!current)
+			return LIST_END;
+		rc = fetch_stage(p->f, ce, c, true);
 		if (rc == -ENOSPC) {
 			log_dbg("prefetch: window ends at chunk %u of %s (in flight %llu)",
 				c, str_log(ci->key), (unsigned long long)flying);
 			pthread_mutex_lock(&p->lock);
 			p->full = !flying;
 			pthread_mutex_unlock(&p->lock);
-			return true;
+			return WALK_END;
 		}
 		if (rc == -EBUSY || rc == -ENOMEM)
-			return true;
+			return WALK_END;
 	}
-	return false;
+	return WALK_ON;
 }
 
 /* is a chunk of @ce, all of whose chunks are on disk or in flight, on its
@@ -216,10 +223,11 @@ static bool full_round(struct prefetcher *p)
 
 /*
  * One pass over the window.  The first file of each list (at its ready
- * mark: the first one not on disk) is rechecked (fetch_missing()).  What
- * the walk had refused where it stopped is kept for the next round, which
- * goes on there (the work marks): the state before the file it stopped
- * at, whose own refusal it will ask about again.
+ * mark: the first one not on disk) is rechecked (fetch_missing()).  A
+ * list whose walk ended (LIST_END) is passed over from there on, the
+ * others go on.  What the walk had refused where it stopped is kept for
+ * the next round, which goes on there (the work marks): the state before
+ * the file it stopped at, whose own refusal it will ask about again.
  */
 static void round_once(struct prefetcher *p)
 {
@@ -227,11 +235,16 @@ static void round_once(struct prefetcher *p)
 	bool busy = false;
 	bool refused = false;	/* only staging from here on */
 	bool refused_done = false;	/* ... before fids[done] */
+	uint64_t ended = 0;	/* lists whose walk ended, a bit per slot */
 	size_t i, done = 0, marks = 0, jumped = SIZE_MAX;
+	/* each round begins with the next list: one list's reader does not
+	 * take every fetch that a completion lets start (its files first in
+	 * each window) while another's wait */
+	unsigned turn = atomic_load(&p->rounds);
 	size_t n = full ? lists_window(p->lists, 0, p->fids, p->current,
-				       WINDOW_FILES) :
-		lists_window_ahead(p->lists, p->fids, p->current, AHEAD_FILES,
-				   &marks, &jumped);
+				       p->slot, turn, WINDOW_FILES) :
+		lists_window_ahead(p->lists, p->fids, p->current, p->slot,
+				   turn, AHEAD_FILES, &marks, &jumped);
 
 	if (full) {
 		/* room may have appeared without a reader moving: victims that
@@ -242,6 +255,7 @@ static void round_once(struct prefetcher *p)
 	}
 
 	for (i = 0; i < n && !busy; i++) {
+		enum walk w = WALK_ON;
 		uint64_t size;
 		struct centry *ce;
 		struct cache_ident ci;
@@ -252,6 +266,12 @@ static void round_once(struct prefetcher *p)
 			refused_done = refused;
 		}
 		p->ready[i] = false;
+		p->worked[i] = false;
+		if (ended & (1ULL << p->slot[i])) {
+			done++;		/* passed, not worked */
+			refused_done = refused;
+			continue;
+		}
 		atomic_fetch_add_explicit(&p->looked, 1, memory_order_relaxed);
 		ce = hold(p, p->fids[i], &size);
 		if (ce) {
@@ -265,22 +285,27 @@ static void round_once(struct prefetcher *p)
 					refused = true;
 			} else {
 				pthread_mutex_lock(&p->lock);
-				busy = p->full;
+				if (p->full)
+					w = WALK_END;
 				pthread_mutex_unlock(&p->lock);
 				/* the window is a snapshot: a reader may have
 				 * opened the file since, and then it has it
 				 * (or it is not needed again) */
-				if (!busy && (!p->current[i] ||
-					      lists_unread_now(p->lists,
-							       p->fids[i])))
-					busy = fetch_missing(p, ce, &ci,
-							     full || i < marks,
-							     p->current[i],
-							     &refused);
+				if (w == WALK_ON && (!p->current[i] ||
+						     lists_unread_now(p->lists,
+								      p->fids[i])))
+					w = fetch_missing(p, ce, &ci,
+							  full || i < marks,
+							  p->current[i],
+							  &refused);
 			}
 			cache_busy_put(p->c, ce);
 		}
+		if (w == LIST_END)
+			ended |= 1ULL << p->slot[i];
+		busy = w == WALK_END;
 		if (!busy) {
+			p->worked[i] = w == WALK_ON;
 			done++;
 			refused_done = refused;
 		}
@@ -294,7 +319,7 @@ static void round_once(struct prefetcher *p)
 	else
 		lists_extend_ready(p->lists, p->fids, p->ready, i);
 	/* where the next round goes on (a full one: from the readers) */
-	lists_note_worked(p->lists, p->fids, done, full);
+	lists_note_worked(p->lists, p->fids, p->worked, done, full);
 	/* the flag belongs with the marks if the walk got past them; else
 	 * the work marks of lists that did not jump moved all the same, and
 	 * what their walk refused must not be lost (a full round resets) */
@@ -326,7 +351,9 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->fids = calloc(WINDOW_FILES, sizeof(*p->fids));
 	p->ready = calloc(WINDOW_FILES, sizeof(*p->ready));
 	p->current = calloc(WINDOW_FILES, sizeof(*p->current));
-	if (!p->fids || !p->ready || !p->current) {
+	p->slot = calloc(WINDOW_FILES, sizeof(*p->slot));
+	p->worked = calloc(WINDOW_FILES, sizeof(*p->worked));
+	if (!p->fids || !p->ready || !p->current || !p->slot || !p->worked) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -351,6 +378,8 @@ fail:
 	free(p->fids);
 	free(p->ready);
 	free(p->current);
+	free(p->slot);
+	free(p->worked);
 	free(p);
 	return rc;
 }
@@ -377,5 +406,7 @@ void prefetch_destroy(struct prefetcher *p)
 	free(p->fids);
 	free(p->ready);
 	free(p->current);
+	free(p->slot);
+	free(p->worked);
 	free(p);
 }

@@ -260,7 +260,7 @@ static struct centry *pick_background(struct verifier *v)
 
 	v->bg_heat = SIZE_MAX;
 	if (v->lists) {
-		n = lists_window(v->lists, 0, fids, NULL, ARRAY_SIZE(fids));
+		n = lists_window(v->lists, 0, fids, NULL, NULL, 0, ARRAY_SIZE(fids));
 		for (i = 0; i < n; i++)
 			if (cache_verify_hold(v->c, fids[i], &ce))
 				return ce;

@@ -144,7 +144,7 @@ static void check_report(const struct list_report *r, const struct mount *m,
 static void check_window(struct lists *l, const struct mount *m, size_t from)
 {
 	static uint64_t got[3 * NFIDS + 1];
-	size_t n = lists_window(l, 0, got, NULL, ARRAY_SIZE(got)), i;
+	size_t n = lists_window(l, 0, got, NULL, NULL, 0, ARRAY_SIZE(got)), i;
 	size_t ahead = m->n - from;
 
 	FUZZ_CHECK(n >= ahead && n <= ahead + 2 * m->n, "window of %zu, %zu ahead",
@@ -236,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * (files passed but unread may still be needed): bounds only */
 	{
 		static uint64_t got[3 * NFIDS + 1];
-		size_t n = lists_window(l, 0, got, NULL, ARRAY_SIZE(got));
+		size_t n = lists_window(l, 0, got, NULL, NULL, 0, ARRAY_SIZE(got));
 
 		FUZZ_CHECK(n <= 3 * m.n, "window of %zu for %zu files", n, m.n);
 	}

@@ -133,7 +133,7 @@ static const char *window(struct lists *l, size_t skip, size_t max)
 	uint64_t fids[32];
 	size_t i, n, o = 0;
 
-	n = lists_window(l, skip, fids, NULL, max < 32 ? max : 32);
+	n = lists_window(l, skip, fids, NULL, NULL, 0, max < 32 ? max : 32);
 	out[0] = '\0';
 	for (i = 0; i < n && o < sizeof(out) - 16; i++)
 		o += snprintf(out + o, sizeof(out) - o, "%sf%llu", i ? " " : "",
@@ -420,7 +420,7 @@ static void test_large_list(void)
 	CHECK_INT(lists_next_use(l, F(0)), ==, 0);
 	CHECK_INT(lists_next_use(l, F(n - 1)), ==, n - 1);
 	CHECK_INT(lists_next_use(l, F(n)), ==, NEVER);
-	CHECK_INT(lists_window(l, n - 2, fids, NULL, 4), ==, 2);
+	CHECK_INT(lists_window(l, n - 2, fids, NULL, NULL, 0, 4), ==, 2);
 	CHECK_INT(fids[0], ==, F(n - 2));
 	CHECK_INT(fids[1], ==, F(n - 1));
 	/* a jump: the window behind the reader is still to be read */
@@ -546,6 +546,41 @@ static void test_window(void)
 	CHECK_STR(window(l, 2, 10), "f4 f5");
 	lists_note_open(l, F(1), false);
 	CHECK_STR(window(l, 0, 10), "f3 f10 f4 f11 f5");
+	lists_destroy(l);
+}
+
+/* the window from the @start-th list on, as "fN:slot fN:slot ..." */
+static const char *window_from(struct lists *l, unsigned start)
+{
+	static char out[256];
+	unsigned char slot[16];
+	uint64_t fids[16];
+	size_t i, n, o = 0;
+
+	n = lists_window(l, 0, fids, NULL, slot, start, 16);
+	out[0] = '\0';
+	for (i = 0; i < n; i++)
+		o += snprintf(out + o, sizeof(out) - o, "%sf%llu:%u",
+			      i ? " " : "",
+			      (unsigned long long)(fids[i] - F(0)), slot[i]);
+	return out;
+}
+
+/*
+ * The interleave can begin with any list (the prefetcher begins each
+ * round with the next one, so that one list does not take every fetch a
+ * completion lets start), and each file names its list's slot.
+ */
+static void test_window_start(void)
+{
+	struct lists *l = lists_create();
+
+	CHECK_INT(publish(l, "a", "f1\nf2\nf3\n", NULL), ==, 0);
+	CHECK_INT(publish(l, "b", "f10\nf11\n", NULL), ==, 0);
+	CHECK_STR(window_from(l, 0), "f1:0 f10:1 f2:0 f11:1 f3:0");
+	CHECK_STR(window_from(l, 1), "f10:1 f1:0 f11:1 f2:0 f3:0");
+	CHECK_STR(window_from(l, 2), "f1:0 f10:1 f2:0 f11:1 f3:0");
+	CHECK_STR(window_from(l, 7), "f10:1 f1:0 f11:1 f2:0 f3:0");
 	lists_destroy(l);
 }
 
@@ -710,7 +745,7 @@ static const char *ahead(struct lists *l)
 {
 	static char buf[256];
 	uint64_t fids[16];
-	size_t i, n = lists_window_ahead(l, fids, NULL, 16, NULL, NULL), at = 0;
+	size_t i, n = lists_window_ahead(l, fids, NULL, NULL, 0, 16, NULL, NULL), at = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < n; i++)
@@ -780,7 +815,7 @@ static void worked(struct lists *l, const char *set, bool low)
 		while (*p == ' ')
 			p++;
 	}
-	lists_note_worked(l, fids, n, low);
+	lists_note_worked(l, fids, NULL, n, low);
 }
 
 /* where lists_window_ahead() jumped to a work mark, or -1; *@marks */
@@ -789,7 +824,7 @@ static int jumped_at(struct lists *l, size_t *marks)
 	uint64_t fids[16];
 	size_t jumped, m;
 
-	lists_window_ahead(l, fids, NULL, 16, marks ? marks : &m, &jumped);
+	lists_window_ahead(l, fids, NULL, NULL, 0, 16, marks ? marks : &m, &jumped);
 	return jumped == SIZE_MAX ? -1 : (int)jumped;
 }
 
@@ -1516,6 +1551,7 @@ int main(void)
 	TEST(test_next_use);
 	TEST(test_next_use_bytes);
 	TEST(test_window);
+	TEST(test_window_start);
 	TEST(test_advance_on_open);
 	TEST(test_shuffled_epochs_queued);
 	TEST(test_publish_after_end);

@@ -389,6 +389,74 @@ static void test_rounds_skip_staged_files(void)
 	penv_fini(&p);
 }
 
+/* publish @text as list @name of @p and check its outcome */
+static void publish(struct penv *p, const char *name, const char *text,
+		    enum list_outcome want)
+{
+	struct list_report rep;
+
+	CHECK_INT(lists_publish(p->lists, name, text, strlen(text), resolve,
+				p, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, want);
+	prefetch_published(p->pf);
+}
+
+/*
+ * The walk of a list that reaches a queued epoch the policy refuses ends
+ * there, and only there: the other lists' current misses are still
+ * staged.  rank0's epoch 0 (a1..a4) fills the cache and is read; its
+ * queued epoch 1 (q1 q2 a1..a4) wants the a files again, so q1 (no use
+ * after it) is refused.  rank1's current epoch (f1..f4) comes after
+ * rank0 in the window (in every other round: they begin with each list
+ * in turn).  Before, the whole round ended at q1: nothing of rank1 was
+ * staged (in the benchmark: rank0 finished its epoch first, and rank1
+ * read the rest of its epoch on demand, the link idle between reads).
+ */
+static void test_a_refused_queued_epoch_ends_only_its_list(void)
+{
+	static const char *const names[] = {
+		"a1", "a2", "a3", "a4", "q1", "q2", "f1", "f2", "f3", "f4",
+	};
+	struct penv p = { 0 };
+	char *data = pattern(4096, 9);
+	unsigned i;
+
+	env_init(&p.e, 4 * 4096, 0, READ_DIRECT);
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		mem_put(p.e.be, names[i], data, 4096);
+	penv_open(&p);
+	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
+		  ==, 0);
+	publish(&p, "rank0", "a1\na2\na3\na4\n", LO_CURRENT);
+	publish(&p, "rank0", "q1\nq2\na1\na2\na3\na4\n", LO_QUEUED);
+	for (i = 0; i < 1000 && !on_disk(&p, "a4"); i++)
+		nap();
+	CHECK(on_disk(&p, "a4"));
+	for (i = 0; i < 4; i++) {		/* rank0's reader read them */
+		uint64_t fid, size;
+
+		CHECK_INT(resolve(&p, names[i], 2, &fid, &size), ==, 0);
+		lists_note_open(p.lists, fid, true);
+	}
+	await_full_rounds(&p, 1);
+	CHECK(!on_disk(&p, "q1"));		/* refused: no use after */
+	CHECK(!staged(&p, "q1"));		/* queued: not staged */
+
+	publish(&p, "rank1", "f1\nf2\nf3\nf4\n", LO_CURRENT);
+	for (i = 0; i < 1000 && !staged(&p, "f4"); i++) {
+		prefetch_kick(p.pf);
+		nap();
+	}
+	for (i = 6; i < ARRAY_SIZE(names); i++)
+		CHECK(staged(&p, names[i]));
+	CHECK(on_disk(&p, "a1"));		/* the disk as it was */
+	CHECK(!on_disk(&p, "f1"));
+	CHECK(!on_disk(&p, "q1"));
+
+	penv_fini(&p);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_prefetch";
@@ -397,5 +465,6 @@ int main(void)
 	TEST(test_refused_prefetch_is_written_from_memory_later);
 	TEST(test_staged_past_the_full_window_stay);
 	TEST(test_rounds_skip_staged_files);
+	TEST(test_a_refused_queued_epoch_ends_only_its_list);
 	return runner_done();
 }
