@@ -10,8 +10,11 @@
  * idles while the reader goes through them).  On a fast backend the same
  * reads in flight are what keeps it busy.  So the bound on speculative
  * reads is set by time, not by count: what the backend delivers in
- * @horizon_us at the rate measured (at least two chunks: the next read
- * is always queued), counting every read in flight, demand reads too.
+ * @horizon_us at the rate measured (at least two reads of the size asked,
+ * two chunks at most: the next read is always queued), counting every
+ * read in flight, demand reads too.  Bytes beyond what keeps the link
+ * busy only wait in its queue: many short responses at once overflowed
+ * the benchmark link's and lost packets (docs/architecture.md).
  *
  * The rate: each completed read's bytes per second of its lifetime,
  * times the mean number of reads in flight over that lifetime (reads
@@ -36,7 +39,7 @@
 struct linkrate {
 	pthread_mutex_t lock;
 	uint64_t horizon_us;		/* 0: no bound */
-	uint64_t floor;			/* bytes always allowed (2 chunks) */
+	uint64_t floor;			/* 2 chunks: the most of the floor */
 	unsigned active;		/* reads in flight */
 	uint64_t bytes_active;		/* their requested bytes */
 	int64_t last;			/* time of the last event */
@@ -45,7 +48,8 @@ struct linkrate {
 };
 
 /* linkrate_init() - @horizon_us 0 turns the bound off; @chunk: the chunk
- * size (the bound never goes below two chunks) */
+ * size (the bound never goes below two reads of the size asked, nor that
+ * floor above two chunks) */
 void linkrate_init(struct linkrate *lr, uint64_t horizon_us, uint32_t chunk);
 void linkrate_destroy(struct linkrate *lr);
 /* linkrate_sent() - a read of @len bytes went to the backend at @now;
@@ -64,7 +68,8 @@ void linkrate_done(struct linkrate *lr, uint64_t mark, int64_t sent,
  */
 bool linkrate_room(struct linkrate *lr, uint64_t pending, uint64_t len);
 /* linkrate_read() - the estimate in bytes per second (0: none yet) and
- * the bound in bytes it sets now (0: none), one consistent snapshot */
+ * the bound in bytes it sets now for chunk-sized reads (0: none), one
+ * consistent snapshot */
 void linkrate_read(struct linkrate *lr, uint64_t *rate, uint64_t *bound);
 
 #endif

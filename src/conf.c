@@ -79,7 +79,7 @@ static const struct opt opts[] = {
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
 	  "N      backend reads in flight (default 32)" },
 	{ "ahead-time", OPT_UINT, O(ahead_ms), 0, 60000,
-	  "MS       read-ahead and prefetch in flight: at most what the backend delivers in this time (measured; at least 2 chunks); 0: --max-inflight alone (default 250)" },
+	  "MS       read-ahead and prefetch in flight: at most what the backend delivers in this time (measured; at least 2 reads, 2 chunks at most); 0: --max-inflight alone (default 50)" },
 	{ "verify-depth", OPT_UINT, O(verify_depth), 0, 64,
 	  "N      chunk reads the background verifier keeps in flight after a restart; 0: verify each chunk at its first read (default 8)" },
 	{ "retries", OPT_UINT, O(retries), 0, 20,
@@ -138,7 +138,7 @@ void conf_init(struct fusefs_conf *cf)
 	cf->list_refresh_s = 300;
 	cf->readahead = 8;
 	cf->max_inflight = 32;
-	cf->ahead_ms = 250;
+	cf->ahead_ms = 50;
 	cf->verify_depth = 8;
 	cf->retries = 3;
 	cf->op_timeout_s = 15;

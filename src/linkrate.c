@@ -69,14 +69,20 @@ out:
 	pthread_mutex_unlock(&lr->lock);
 }
 
-static uint64_t bound_locked(const struct linkrate *lr)
+/*
+ * What the link delivers in the horizon at the rate measured, but at
+ * least two reads of @len bytes (two chunks at most): the next read is
+ * always queued.  A floor of two whole chunks let 80 reads of 100 KiB
+ * files in flight, far more than the link needs to stay busy.
+ */
+static uint64_t bound_locked(const struct linkrate *lr, uint64_t len)
 {
-	uint64_t b;
+	uint64_t b, fl = 2 * len < lr->floor ? 2 * len : lr->floor;
 
 	if (!lr->horizon_us || !lr->rate)
 		return 0;
 	b = (uint64_t)((double)lr->rate * (double)lr->horizon_us / 1e6);
-	return b > lr->floor ? b : lr->floor;
+	return b > fl ? b : fl;
 }
 
 bool linkrate_room(struct linkrate *lr, uint64_t pending, uint64_t len)
@@ -85,7 +91,7 @@ bool linkrate_room(struct linkrate *lr, uint64_t pending, uint64_t len)
 	bool ok;
 
 	pthread_mutex_lock(&lr->lock);
-	b = bound_locked(lr);
+	b = bound_locked(lr, len);
 	ok = !b || (!lr->active && !pending) ||
 	     lr->bytes_active + pending + len <= b;
 	pthread_mutex_unlock(&lr->lock);
@@ -96,6 +102,6 @@ void linkrate_read(struct linkrate *lr, uint64_t *rate, uint64_t *bound)
 {
 	pthread_mutex_lock(&lr->lock);
 	*rate = lr->rate;
-	*bound = bound_locked(lr);
+	*bound = bound_locked(lr, lr->floor);
 	pthread_mutex_unlock(&lr->lock);
 }

@@ -124,6 +124,51 @@ static void test_fast_backend(void)
 	linkrate_destroy(&lr);
 }
 
+/*
+ * The floor is two reads of the size asked, two chunks at most: small
+ * files over a slow link get the horizon's bytes in flight, not two
+ * chunks' worth.  At 6 MiB/s a quarter second is 1.5 MiB: 15 reads of
+ * 100 KiB (the floor of two 4 MiB chunks let 81 start; that many short
+ * responses overflowed the benchmark link's queue, and the last one of
+ * an epoch waited out a TCP retransmission timeout).
+ */
+static void test_small_reads_floor(void)
+{
+	struct linkrate lr;
+	uint64_t m;
+	int n;
+
+	linkrate_init(&lr, 250000, 4 * MIB);
+	m = linkrate_sent(&lr, 4 * MIB, 0);
+	linkrate_done(&lr, m, 0, 4 * MIB, 4 * MIB, 4 * SEC / 6);
+	CHECK_INT(rate_of(&lr), >, 5 * MIB);
+	CHECK_INT(rate_of(&lr), <, 7 * MIB);
+	CHECK_INT(bound_of(&lr), ==, 8 * MIB);	/* for chunks: the floor */
+	for (n = 0; n < 200 && linkrate_room(&lr, 0, 100 << 10); n++)
+		linkrate_sent(&lr, 100 << 10, SEC);
+	CHECK_INT(n, >=, 14);
+	CHECK_INT(n, <=, 16);
+	/* a chunk still has its floor of two chunks ... */
+	linkrate_destroy(&lr);
+	linkrate_init(&lr, 250000, 4 * MIB);
+	m = linkrate_sent(&lr, 4 * MIB, 0);
+	linkrate_done(&lr, m, 0, 4 * MIB, 4 * MIB, 4 * SEC / 6);
+	linkrate_sent(&lr, 4 * MIB, SEC);
+	CHECK(linkrate_room(&lr, 0, 4 * MIB));
+	linkrate_sent(&lr, 4 * MIB, SEC);
+	CHECK(!linkrate_room(&lr, 0, 4 * MIB));
+	/* ... and a small read two of its own size */
+	linkrate_destroy(&lr);
+	linkrate_init(&lr, 1000, 4 * MIB);	/* 1 ms: 6 KiB */
+	m = linkrate_sent(&lr, 4 * MIB, 0);
+	linkrate_done(&lr, m, 0, 4 * MIB, 4 * MIB, 4 * SEC / 6);
+	linkrate_sent(&lr, 100 << 10, SEC);
+	CHECK(linkrate_room(&lr, 0, 100 << 10));
+	linkrate_sent(&lr, 100 << 10, SEC);
+	CHECK(!linkrate_room(&lr, 0, 100 << 10));
+	linkrate_destroy(&lr);
+}
+
 static void test_failures_and_off(void)
 {
 	struct linkrate lr;
@@ -158,6 +203,7 @@ int main(void)
 	TEST(test_burst_measures_the_link);
 	TEST(test_bound_and_room);
 	TEST(test_fast_backend);
+	TEST(test_small_reads_floor);
 	TEST(test_failures_and_off);
 	return runner_done();
 }
