@@ -15,8 +15,8 @@
  * files.  The walk ends when staging is full (or the fetcher at its
  * bound); the thread then waits until the reader advances.  A list's own
  * walk ends at the first chunk of its queued epoch that the policy
- * refuses (a queued epoch is not staged); the other lists' walks go on.  Every full
- * round drops staged chunks of files that no reader is still to read
+ * refuses (a queued epoch is not staged); the other lists' walks go on.
+ * Every full round drops staged chunks of files that no reader is still to read
  * (lists_unread_now(): staging from the marks may run past the window a
  * full round looks at) and are not open (fetch_stage_keep()).  A round
  * starts at each list's ready mark (lists_window_ahead(): the files

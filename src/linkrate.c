@@ -102,6 +102,6 @@ void linkrate_read(struct linkrate *lr, uint64_t *rate, uint64_t *bound)
 {
 	pthread_mutex_lock(&lr->lock);
 	*rate = lr->rate;
-	*bound = bound_locked(lr, lr->floor);
+	*bound = bound_locked(lr, lr->floor / 2);	/* for a chunk */
 	pthread_mutex_unlock(&lr->lock);
 }

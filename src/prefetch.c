@@ -222,6 +222,46 @@ static bool full_round(struct prefetcher *p)
 }
 
 /*
+ * Look at window file @i: ready (on disk) or staging, else its missing
+ * chunks fetched (fetch_missing(), @recheck).  Return: as fetch_missing()
+ * (WALK_ON also for a file with nothing to do, or no file any more).
+ */
+static enum walk walk_file(struct prefetcher *p, size_t i, bool recheck,
+			   bool *refused)
+{
+	enum walk w = WALK_ON;
+	struct cache_ident ci;
+	struct centry *ce;
+	uint64_t size;
+
+	atomic_fetch_add_explicit(&p->looked, 1, memory_order_relaxed);
+	ce = hold(p, p->fids[i], &size);
+	if (!ce)
+		return WALK_ON;
+	cache_ident(ce, &ci);
+	if (!cache_missing(p->c, ce)) {
+		/* ready means on disk, not merely in flight */
+		p->ready[i] = cache_is_complete(p->c, ce);
+		/* staged, still in flight: refused like a staged one */
+		if (!p->ready[i] && staging(p, ce, &ci))
+			*refused = true;
+	} else {
+		pthread_mutex_lock(&p->lock);
+		if (p->full)
+			w = WALK_END;
+		pthread_mutex_unlock(&p->lock);
+		/* the window is a snapshot: a reader may have opened the file
+		 * since, and then it has it (or it is not needed again) */
+		if (w == WALK_ON && (!p->current[i] ||
+				     lists_unread_now(p->lists, p->fids[i])))
+			w = fetch_missing(p, ce, &ci, recheck, p->current[i],
+					  refused);
+	}
+	cache_busy_put(p->c, ce);
+	return w;
+}
+
+/*
  * One pass over the window.  The first file of each list (at its ready
  * mark: the first one not on disk) is rechecked (fetch_missing()).  A
  * list whose walk ended (LIST_END) is passed over from there on, the
@@ -255,10 +295,7 @@ static void round_once(struct prefetcher *p)
 	}
 
 	for (i = 0; i < n && !busy; i++) {
-		enum walk w = WALK_ON;
-		uint64_t size;
-		struct centry *ce;
-		struct cache_ident ci;
+		enum walk w = LIST_END;	/* its list's walk ended: passed */
 
 		/* at the work marks: what the walk there had refused */
 		if (i == jumped) {
@@ -266,46 +303,13 @@ static void round_once(struct prefetcher *p)
 			refused_done = refused;
 		}
 		p->ready[i] = false;
-		p->worked[i] = false;
-		if (ended & (1ULL << p->slot[i])) {
-			done++;		/* passed, not worked */
-			refused_done = refused;
-			continue;
-		}
-		atomic_fetch_add_explicit(&p->looked, 1, memory_order_relaxed);
-		ce = hold(p, p->fids[i], &size);
-		if (ce) {
-			cache_ident(ce, &ci);
-			if (!cache_missing(p->c, ce)) {
-				/* ready means on disk, not merely in flight */
-				p->ready[i] = cache_is_complete(p->c, ce);
-				/* staged, still in flight: refused like a
-				 * staged one */
-				if (!p->ready[i] && staging(p, ce, &ci))
-					refused = true;
-			} else {
-				pthread_mutex_lock(&p->lock);
-				if (p->full)
-					w = WALK_END;
-				pthread_mutex_unlock(&p->lock);
-				/* the window is a snapshot: a reader may have
-				 * opened the file since, and then it has it
-				 * (or it is not needed again) */
-				if (w == WALK_ON && (!p->current[i] ||
-						     lists_unread_now(p->lists,
-								      p->fids[i])))
-					w = fetch_missing(p, ce, &ci,
-							  full || i < marks,
-							  p->current[i],
-							  &refused);
-			}
-			cache_busy_put(p->c, ce);
-		}
+		if (!(ended & (1ULL << p->slot[i])))
+			w = walk_file(p, i, full || i < marks, &refused);
 		if (w == LIST_END)
 			ended |= 1ULL << p->slot[i];
 		busy = w == WALK_END;
+		p->worked[i] = w == WALK_ON;
 		if (!busy) {
-			p->worked[i] = w == WALK_ON;
 			done++;
 			refused_done = refused;
 		}
