@@ -45,6 +45,7 @@
 #include "s3sign.h"
 #include "verifier.h"
 #include "stats.h"
+#include "testhook.h"
 
 #define EXIT_USAGE	2
 #include "version.h"
@@ -648,6 +649,7 @@ int main(int argc, char **argv)
 	const char *self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 
 	signal(SIGPIPE, SIG_IGN);
+	testhook_init();
 	if (!strncmp(self, "mount.", 6)) {
 		bool fake;
 

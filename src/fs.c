@@ -18,6 +18,7 @@
 #include "log.h"
 #include "mountsafe.h"
 #include "passthrough.h"
+#include "testhook.h"
 
 #define DIR_TIMEOUT	3600.0
 #define READ_AHEAD_KB	4096
@@ -203,6 +204,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	lookup_enter(fs);
+	testhook_gate("lookup");	/* tests: hold LOOKUPs in flight */
 	ns = nsmgr_rdlock(fs->d->nm);
 	parent_ok = ns_get(ns, parent) != NULL;
 	n = ns_lookup(ns, parent, name);

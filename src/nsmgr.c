@@ -20,6 +20,7 @@
 #include "ns_build.h"
 #include "nsmgr.h"
 #include "strsafe.h"
+#include "testhook.h"
 
 #define CHECKER_PERIOD_MS	10000	/* checkers run when woken; this is a backstop */
 #define REFRESH_SLEEP_MAX_MS	3600000	/* the re-listing thread looks at least hourly */
@@ -861,7 +862,10 @@ int nsmgr_open_check(struct nsmgr *nm, uint64_t ino, struct nsmgr_wait *w,
 				c = enqueue_locked(nm, r);
 		}
 	} else {
-		if (time(NULL) - checked >= revalidate &&
+		/* tests: "revalidate-s" makes what is known stale sooner
+		 * than the kernel's attributes expire */
+		if (time(NULL) - checked >=
+			    testhook_value("revalidate-s", revalidate) &&
 		    !(r && (r->queued || r->running)) &&
 		    nm->nqueued < NSMGR_QUEUE_MAX) {
 			/* stale: answer with it, ask in the background */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "strsafe.h"
 #include "prefetch.h"
+#include "testhook.h"
 
 #define WINDOW_FILES	4096	/* files looked at per round */
 #define IDLE_MS		200
@@ -337,6 +338,8 @@ static int64_t prefetch_tick(void *arg)
 {
 	struct prefetcher *p = arg;
 
+	if (testhook_value("prefetch-off", 0))	/* tests: demand reads only */
+		return BG_PERIOD;
 	if (lists_count(p->lists))
 		round_once(p);
 	else

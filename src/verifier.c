@@ -19,6 +19,7 @@
 #include "log.h"
 #include "ns.h"
 #include "nsmgr.h"
+#include "testhook.h"
 #include "verifier.h"
 
 #define VERIFY_MAX_DEPTH	64
@@ -83,6 +84,7 @@ struct verifier {
 	unsigned nkin;
 	bool heat_taken, done_logged;
 	bool deferred;		/* the background level waits for quiet */
+	uint64_t bg_started;	/* background-level reads started */
 	struct timespec t0;
 
 	/* under lock (a leaf) */
@@ -291,8 +293,14 @@ static struct centry *pick_background(struct verifier *v)
  */
 static bool background_now(struct verifier *v, bool pt)
 {
-	v->deferred = !pt && bg_mono_ms() - atomic_load(&v->last_open_ms) <
-			     QUIET_MS;
+	/* tests: "verifier-quiet-ms" replaces QUIET_MS, and
+	 * "verifier-background" caps the background reads started */
+	int64_t quiet = testhook_value("verifier-quiet-ms", QUIET_MS);
+	int64_t cap = testhook_value("verifier-background", INT64_MAX);
+
+	v->deferred = (!pt && bg_mono_ms() - atomic_load(&v->last_open_ms) <
+			      quiet) ||
+		      (cap >= 0 && v->bg_started >= (uint64_t)cap);
 	if (v->deferred && v->cur[LV_BACKGROUND]) {
 		/* hold no file while waiting (an eviction waits for it):
 		 * picked again, where it was, once the mount is quiet */
@@ -343,6 +351,7 @@ static int next_read(struct verifier *v, struct cache_vread *vr, int *lvp)
 						v->buffered[lv], vr);
 			if (rc == 1) {
 				v->from[lv] = vr->n + 1;
+				v->bg_started += lv == LV_BACKGROUND;
 				*lvp = lv;
 				return 1;
 			}

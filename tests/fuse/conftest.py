@@ -44,20 +44,52 @@ def sized(src):
 
 @pytest.fixture
 def mounter(tmp_path, src):
-    """mounter(*args, cache=None, source=None, start=True, preexec=None) -> a started Mount
+    """mounter(*args, cache=None, source=None, start=True, preexec=None, env=None) -> a started Mount
     of file://SRC (1 MiB chunks unless @args say otherwise); every mount is
     unmounted, with exit status 0 required, at the end of the test."""
     mounts = []
 
-    def make(*args, cache=None, source=None, start=True, preexec=None):
+    def make(*args, cache=None, source=None, start=True, preexec=None, env=None):
         mnt = tmp_path / f"mnt{len(mounts)}"
         mnt.mkdir(exist_ok=True)
         cache = cache or str(tmp_path / "cache")
         m = Mount(source or f"file://{src}", str(mnt), cache,
                   str(tmp_path / f"fusefs{len(mounts)}.log"), list(CHUNK_ARGS + args),
-                  preexec=preexec)
+                  env=env, preexec=preexec)
         mounts.append(m)
         return m.start() if start else m
 
     yield make
     umount_all(mounts)
+
+
+class Hooks:
+    """the daemon's test hooks (include/testhook.h): files in one directory,
+    passed to a mount as env=hooks.env"""
+
+    def __init__(self, d):
+        self.dir = d
+        self.env = {"FUSEFS_TEST_HOOKS": str(d)}
+
+    def close(self, name):
+        """testhook_gate(name) blocks until open(name)"""
+        (self.dir / name).write_text("")
+
+    def open(self, name):
+        (self.dir / name).unlink(missing_ok=True)
+
+    def set(self, name, value):
+        """testhook_value(name) answers @value (written whole, by rename)"""
+        tmp = self.dir / f".{name}.tmp"
+        tmp.write_text(str(value))
+        tmp.rename(self.dir / name)
+
+
+@pytest.fixture
+def hooks(tmp_path):
+    d = tmp_path / "hooks"
+    d.mkdir()
+    h = Hooks(d)
+    yield h
+    for f in d.iterdir():           # never leave a daemon waiting on a gate
+        f.unlink()

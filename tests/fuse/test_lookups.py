@@ -14,44 +14,43 @@ import threading
 
 import pytest
 
-FILES = 4000
+from mountlib import wait_for
+
 THREADS = 8
-PASSES = 3
 
 
 @pytest.mark.parametrize("args", [(), ("--passthrough", "off")], ids=["auto", "off"])
-def test_stats_of_one_directory_reach_the_daemon_in_parallel(mounter, src, args):
-    # Overlap is timing: a LOOKUP takes the daemon microseconds, so on a
-    # busy 2-CPU machine a pass can go by one at a time even without the
-    # kernel's mutex.  Up to PASSES directories are tried (each name is
-    # looked up once: dentries are cached); with the kernel serializing
-    # them the count stays 1 in every pass.
-    for p in range(PASSES):
-        d = src / f"d{p}"
-        d.mkdir()
-        for i in range(FILES):
-            (d / f"f{i:05}").write_bytes(b"")
-    m = mounter(*args)
+def test_stats_of_one_directory_reach_the_daemon_in_parallel(mounter, src, hooks, args):
+    # The "lookup" gate holds every LOOKUP of a dataset name in the daemon
+    # (counted as in flight) until the test opens it: with the kernel's
+    # per-directory mutex the second thread's LOOKUP never arrives while
+    # the first is held, so the count stays 1; without it, the others
+    # arrive.  No timing decides it: the wait below only bounds a hang.
+    (src / "d").mkdir()             # not the root: stats() looks up there
+    for i in range(THREADS):
+        (src / "d" / f"f{i:05}").write_bytes(b"")
+    m = mounter(*args, env=hooks.env)
     assert m.stats()["lookups_concurrent_max"] <= 1
-    names = [f"f{i:05}" for i in range(FILES)]
     errors = []
 
-    def work(dirname, part):
+    def work(name):
         try:
-            for n in part:
-                assert os.stat(m.path(f"{dirname}/{n}")).st_size == 0
+            assert os.stat(m.path(name)).st_size == 0
         except Exception as e:      # noqa: BLE001 - reported below
             errors.append(e)
 
-    for p in range(PASSES):
-        ts = [threading.Thread(target=work, args=(f"d{p}", names[i::THREADS]))
-              for i in range(THREADS)]
+    os.stat(m.path("d"))            # looked up before the gate shuts
+    hooks.close("lookup")
+    ts = [threading.Thread(target=work, args=(f"d/f{i:05}",)) for i in range(THREADS)]
+    try:
         for t in ts:
             t.start()
+        parallel = wait_for(lambda: m.stats()["lookups_concurrent_max"] > 1,
+                            timeout=20)
+    finally:
+        hooks.open("lookup")
         for t in ts:
             t.join()
-        assert not errors, errors[:3]
-        if m.stats()["lookups_concurrent_max"] > 1:
-            break
-    assert m.stats()["lookups_concurrent_max"] > 1, m.stats()
+    assert not errors, errors[:3]
+    assert parallel, m.stats()
     assert "cannot wrap the FUSE device" not in m.log()
