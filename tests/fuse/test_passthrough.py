@@ -6,12 +6,14 @@ modes; a file with passthrough opens is not evicted, and one that gives up
 its last chunks keeps the rest in a new data file; --passthrough off
 and a daemon without CAP_SYS_ADMIN fall back to the daemon path."""
 
+import errno
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 
+import pytest
 
 from checks import cached, data_files, flip_cached_byte, rnd, spare_files
 from mountlib import binary_for_others, wait_for
@@ -217,11 +219,21 @@ def test_file_with_passthrough_opens_is_not_evicted(mounter, src):
     warm(m, "e", d)
     until_passthrough(m, "e", d)
     with open(m.path("e"), "rb") as f:
-        ctl_write(m, "evict", b"e\n")                  # in use: kept
+        with pytest.raises(OSError) as e:               # in use: kept, and said
+            ctl_write(m, "evict", b"e\n")
+        assert e.value.errno == errno.EBUSY
         assert cached(m, "e") == blocks(len(d))
         assert m.stats()["evictions"] == 0
         assert f.read() == d
-    ctl_write(m, "evict", b"e\n")
+
+    def evicted():          # the RELEASE comes after close() returned
+        try:
+            ctl_write(m, "evict", b"e\n")
+            return True
+        except OSError as e:
+            assert e.errno == errno.EBUSY
+            return False
+    assert wait_for(evicted)
     assert cached(m, "e") == 0
     assert read_uncached(m.path("e")) == d
 
