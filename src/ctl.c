@@ -516,8 +516,9 @@ out:
 	if (f) {
 		if (why)
 			fprintf(f, "refused: %s\n", why);
-		fprintf(f, "files %u\nunknown %u\nbusy %u\n", done, unknown,
-			busy);
+		fprintf(f, "files %u\nunknown %u\n", done, unknown);
+		if (busy)
+			fprintf(f, "busy %u\n", busy);
 		fclose(f);
 	}
 	free(fv.v);
