@@ -807,9 +807,33 @@ int cmd_status(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * The paths go one per line, the text older daemons read, unless a name
+ * has a newline or a carriage return: then each path ends in a NUL byte
+ * (the daemon reads a text with a NUL that way, ctl.c next_path()).
+ */
+static bool needs_nul_form(int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc; i++)
+		if (strpbrk(argv[i], "\n\r"))
+			return true;
+	return false;
+}
+
+static void pin_failed(const char *what, int rc)
+{
+	if (rc == -EBUSY && !strcmp(what, "evict"))
+		fprintf(stderr, "fusefs: evict: a file asked for is open, so its cached data was not evicted (the daemon's log names it; files not open were evicted): close it and evict again\n");
+	else
+		fprintf(stderr, "fusefs: %s failed: %s\n", what, strerror(-rc));
+}
+
 int cmd_pin(int argc, char **argv, const char *what)
 {
 	char root[PATH_MAX], real[PATH_MAX], *buf = NULL;
+	bool nul = needs_nul_form(argc, argv);
 	size_t len = 0;
 	FILE *f;
 	int i, rc;
@@ -834,13 +858,14 @@ int cmd_pin(int argc, char **argv, const char *what)
 			free(buf);
 			return 1;
 		}
-		fprintf(f, "%s\n", real[rl] ? real + rl + 1 : "");
+		fputs(real[rl] ? real + rl + 1 : "", f);
+		fputc(nul ? '\0' : '\n', f);
 	}
 	fclose(f);
 	rc = ctl_write(root, what, buf, len);
 	free(buf);
 	if (rc) {
-		fprintf(stderr, "fusefs: %s failed: %s\n", what, strerror(-rc));
+		pin_failed(what, rc);
 		return 1;
 	}
 	return 0;

@@ -29,7 +29,8 @@
 int mountsafe_fd(const char *mnt);
 
 /*
- * mountsafe_check_fd() - @fd (from "/dev/fd/N") is open and is the FUSE
+ * mountsafe_check_fd() - @fd (from "/dev/fd/N") is 3 or more (0-2 are
+ * pointed at /dev/null by going to the background), open and the FUSE
  * device.  Return: 0, -EBADF or -ENODEV (message printed).
  */
 int mountsafe_check_fd(int fd);

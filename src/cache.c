@@ -1110,8 +1110,14 @@ static int settle_locked(struct cache *c, struct centry *ce, uint32_t n,
 	if (!ce->stale)
 		meta_q_drop_chunk(c->meta, ce->fid, n);
 	stat_inc(c->st, checksum_failures);
-	log_warn("cached chunk %u of '%s' failed verification%s: refetching",
-		 n, str_log(ce->key), read_error ? " (read error)" : "");
+	/* an entry loaded from the index has no key before its first open
+	 * (the background verifier checks such files): its inode number */
+	if (ce->key[0])
+		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
+			 n, str_log(ce->key), read_error ? " (read error)" : "");
+	else
+		log_warn("cached chunk %u of inode %" PRIu64 " (not opened since the start; find MOUNTPOINT -inum %" PRIu64 " names it) failed verification%s: refetching",
+			 n, ce->fid, ce->fid, read_error ? " (read error)" : "");
 	return -EBADMSG;
 }
 

@@ -405,30 +405,73 @@ static const char *pin_refusal(struct ctl *c, const struct fidvec *fv,
 }
 
 /*
- * One path per line (an empty line or "/" is the root), each file or
- * directory handed to @fn.  Pins are checked whole first (pin_refusal()):
- * a refused request pins nothing (-EINVAL, a log line).
+ * The next path of a pin, unpin or evict text at @*at: its bytes in
+ * @*line, @*ll.  One path per line (a trailing CR dropped), or, when the
+ * text holds a NUL byte (@nul), NUL-terminated paths as `find -print0`
+ * writes them: any name but one with a NUL, a newline included (the
+ * client sends that form only for such names, so older daemons still
+ * understand the rest).
+ */
+static void next_path(const char *buf, size_t len, bool nul, size_t *at,
+		      const char **line, size_t *ll)
+{
+	const char *p = buf + *at, *end = memchr(p, nul ? '\0' : '\n', len - *at);
+	size_t n = end ? (size_t)(end - p) : len - *at;
+
+	*at += n + (end ? 1 : 0);
+	if (!nul && n && p[n - 1] == '\r')
+		n--;
+	*line = p;
+	*ll = n;
+}
+
+/* log the first few files of @fv refused as open, by their paths */
+static void log_busy(struct ctl *c, const uint64_t *fid, unsigned n)
+{
+	struct ns *ns = nsmgr_rdlock(c->d.nm);
+	unsigned i;
+
+	for (i = 0; i < n && i < 4; i++) {
+		const struct ns_node *node = ns_get(ns, fid[i]);
+
+		if (node)
+			log_warn("control: evict: '%s' is open: not evicted",
+				 str_log(ns_path(ns, node)));
+		else
+			log_warn("control: evict: file %016" PRIx64 " is open: not evicted",
+				 fid[i]);
+	}
+	nsmgr_unlock(c->d.nm);
+	if (n > 4)
+		log_warn("control: evict: %u more open files not evicted", n - 4);
+}
+
+/*
+ * Paths as next_path() reads them (an empty one or "/" is the root),
+ * each file or directory handed to @fn.  Pins are checked whole first
+ * (pin_refusal()): a refused request pins nothing (-EINVAL, a log line).
+ * An open file is not evicted (cache_evict_file() says -EBUSY); the
+ * others are, and the request fails with -EBUSY, so nobody is told
+ * "done" for a file still cached.
  */
 static int each_path(struct ctl *c, const char *buf, size_t len,
 		     int (*fn)(struct ctl *c, uint64_t fid), char **report)
 {
-	unsigned done = 0, unknown = 0;
+	unsigned done = 0, unknown = 0, busy = 0;
+	bool root = false, nul = memchr(buf, '\0', len) != NULL;
 	struct fidvec fv = { 0 };
 	const char *why = NULL;
-	bool root = false;
 	size_t at = 0, i;
 	FILE *f;
 	int rc = 0;
 
 	while (at < len) {
-		const char *line = buf + at, *nl = memchr(line, '\n', len - at);
-		size_t ll = nl ? (size_t)(nl - line) : len - at;
+		const char *line;
+		size_t ll;
 		const struct ns_node *n;
 		struct ns *ns;
 
-		at += ll + (nl ? 1 : 0);
-		if (ll && line[ll - 1] == '\r')
-			ll--;
+		next_path(buf, len, nul, &at, &line, &ll);
 		while (ll && line[0] == '/') {
 			line++;
 			ll--;
@@ -457,15 +500,25 @@ static int each_path(struct ctl *c, const char *buf, size_t len,
 		rc = -EINVAL;
 		goto out;
 	}
-	for (i = 0; i < fv.n; i++)
-		done += !fn(c, fv.v[i]);
-	rc = done || !unknown ? 0 : -ENOENT;
+	for (i = 0; i < fv.n; i++) {
+		int r = fn(c, fv.v[i]);
+
+		if (!r)
+			done++;
+		else if (r == -EBUSY)
+			fv.v[busy++] = fv.v[i];	/* i >= busy: kept apart */
+	}
+	if (busy)
+		log_busy(c, fv.v, busy);
+	rc = busy ? -EBUSY : done || !unknown ? 0 : -ENOENT;
 out:
 	f = open_memstream(report, &at);
 	if (f) {
 		if (why)
 			fprintf(f, "refused: %s\n", why);
 		fprintf(f, "files %u\nunknown %u\n", done, unknown);
+		if (busy)
+			fprintf(f, "busy %u\n", busy);
 		fclose(f);
 	}
 	free(fv.v);

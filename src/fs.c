@@ -362,8 +362,18 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
  * chunk is on disk and verified qualify; chunks from an earlier run are
  * verified first: by the verifier, this file before any other, while
  * this worker waits (local disk only), or here without a verifier.
+ *
+ * An O_DIRECT open (@direct) takes the inode's mode like any other (the
+ * kernel refuses a cached-mode open beside passthrough ones), but its
+ * reply also says FOPEN_DIRECT_IO, which the kernel obeys before
+ * passthrough: its reads come to the daemon.  The kernel opens the
+ * backing file with the caller's flags, so a passthrough O_DIRECT read
+ * would meet the cache file system's alignment rules (EINVAL for 1000
+ * bytes at offset 3), which a cold file does not have.  Not counted as a
+ * passthrough open: the read path counts its bytes.
  */
-static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce)
+static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
+			    bool direct)
 {
 	struct cache_ident ci;
 	int fd = -1, id;
@@ -377,7 +387,7 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce)
 		fd = cache_passthrough_fd(fs->d->cache, ce);
 	}
 	id = passthrough_acquire(fs->pt, ino, fd < 0 ? -1 : fd);
-	if (id > 0) {
+	if (id > 0 && !direct) {
 		cache_ident(ce, &ci);
 		/* the reads are the kernel's now: count the file as read */
 		stat_inc(fs->d->st, passthrough_opens);
@@ -422,7 +432,9 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 	 */
 	fi->keep_cache = !changed;
 	fi->noflush = 1;	/* nothing to flush: no FLUSH per close */
-	backing = open_passthrough(fs, ino, ce);
+	backing = open_passthrough(fs, ino, ce, fi->flags & O_DIRECT);
+	if (backing > 0 && (fi->flags & O_DIRECT))
+		fi->direct_io = 1;	/* no alignment rule: see above */
 	if (backing > 0)
 		passthrough_mark_reply(backing);
 	else

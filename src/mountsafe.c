@@ -35,6 +35,15 @@ int mountsafe_check_fd(int fd)
 {
 	struct stat sb;
 
+	/* going to the background points 0-2 at /dev/null (and -f or not,
+	 * a shell's redirection or a logger may reuse them): the mount would
+	 * be dead while the command said it worked */
+	if (fd <= STDERR_FILENO) {
+		fprintf(stderr, "fusefs: /dev/fd/%d is standard %s, which fusefs points at /dev/null when it goes to the background: pass the FUSE device on a file descriptor of 3 or more\n",
+			fd, fd == STDIN_FILENO ? "input" :
+			fd == STDOUT_FILENO ? "output" : "error");
+		return -EBADF;
+	}
 	if (fcntl(fd, F_GETFD) < 0) {
 		fprintf(stderr, "fusefs: /dev/fd/%d is not an open file descriptor: the process that mounted /dev/fuse must pass it to fusefs open (without close-on-exec)\n",
 			fd);

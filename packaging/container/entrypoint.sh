@@ -96,7 +96,20 @@ detach_dead() {
 }
 detach_dead
 
-echo "fusefs-entrypoint: $FUSEFS ${args[*]}" >&2
+# the command as logged: a URL's USER:KEY@ (an endpoint, manifest, source
+# or -o value; fusefs refuses it without repeating it) is shown as ***@,
+# up to the last @ of the argument (a secret key may hold '/'), so the
+# secret never reaches the pod log; also a USER:KEY@ without a scheme
+redact() {
+    sed -E -e 's#://[^[:space:]]*@#://***@#g' \
+        -e 's#(^|[=,])[^=,:/@[:space:]]+:([^/[:space:]]|/[^/[:space:]])[^[:space:]]*@#\1***@#g' \
+        <<<"$1"
+}
+shown=()
+for a in "${args[@]}"; do
+    shown+=("$(redact "$a")")
+done
+echo "fusefs-entrypoint: $FUSEFS ${shown[*]}" >&2
 "$FUSEFS" "${args[@]}" &
 child=$!
 

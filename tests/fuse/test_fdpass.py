@@ -188,9 +188,38 @@ def test_root_daemon_on_a_passed_fd_uses_passthrough(world):
 
 def test_bad_fd_mount_points_are_refused(world, tmp_path):
     put(os.path.join(world, "src"), {"f": b"x"})
-    for mp, want in (("/dev/fd/77", "is not an open file descriptor"),
-                     ("/dev/fd/0", "is not the FUSE device")):
-        r = subprocess.run([FUSEFS, "mount", f"file://{world}/src", mp, "-f",
-                            "--cache-dir", str(tmp_path / "c")], stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=30)
-        assert r.returncode == 2 and want in r.stderr, (mp, r.stderr)
+    null = os.open("/dev/null", os.O_RDONLY)
+    try:
+        for mp, want in (("/dev/fd/77", "is not an open file descriptor"),
+                         (f"/dev/fd/{null}", "is not the FUSE device")):
+            r = subprocess.run([FUSEFS, "mount", f"file://{world}/src", mp, "-f",
+                                "--cache-dir", str(tmp_path / "c")],
+                               stdin=subprocess.DEVNULL, pass_fds=(null,),
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 2 and want in r.stderr, (mp, r.stderr)
+    finally:
+        os.close(null)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_standard_fds_are_refused_as_mount_points(world, tmp_path, n):
+    """/dev/fd/0, 1 or 2 holding a mounted FUSE device: going to the
+    background points them at /dev/null, so the mount was dead (ENOTCONN)
+    while the command exited 0; refused before anything happens"""
+    put(os.path.join(world, "src"), {"f": b"x"})
+    mnt = os.path.join(world, "mnt")
+    fd = mount_fuse(mnt, 0, 0)
+    err = tmp_path / "stderr"
+    try:
+        with open(err, "wb") as e:
+            std = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": e}
+            std[("stdin", "stdout", "stderr")[n]] = fd
+            r = subprocess.run([FUSEFS, "mount", f"file://{world}/src", f"/dev/fd/{n}",
+                                "--cache-dir", str(tmp_path / "c")], timeout=30, **std)
+    finally:
+        os.close(fd)
+    assert r.returncode == 2, err.read_text()
+    if n != 2:                          # (its message went to the FUSE device)
+        assert f"/dev/fd/{n} is standard " in err.read_text(), err.read_text()
+        assert "3 or more" in err.read_text()
+    umount(mnt, MNT_DETACH)

@@ -6,12 +6,14 @@ modes; a file with passthrough opens is not evicted, and one that gives up
 its last chunks keeps the rest in a new data file; --passthrough off
 and a daemon without CAP_SYS_ADMIN fall back to the daemon path."""
 
+import errno
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 
+import pytest
 
 from checks import cached, data_files, flip_cached_byte, rnd, spare_files
 from mountlib import binary_for_others, wait_for
@@ -217,11 +219,21 @@ def test_file_with_passthrough_opens_is_not_evicted(mounter, src):
     warm(m, "e", d)
     until_passthrough(m, "e", d)
     with open(m.path("e"), "rb") as f:
-        ctl_write(m, "evict", b"e\n")                  # in use: kept
+        with pytest.raises(OSError) as e:               # in use: kept, and said
+            ctl_write(m, "evict", b"e\n")
+        assert e.value.errno == errno.EBUSY
         assert cached(m, "e") == blocks(len(d))
         assert m.stats()["evictions"] == 0
         assert f.read() == d
-    ctl_write(m, "evict", b"e\n")
+
+    def evicted():          # the RELEASE comes after close() returned
+        try:
+            ctl_write(m, "evict", b"e\n")
+            return True
+        except OSError as e:
+            assert e.errno == errno.EBUSY
+            return False
+    assert wait_for(evicted)
     assert cached(m, "e") == 0
     assert read_uncached(m.path("e")) == d
 
@@ -340,3 +352,39 @@ def test_non_root_falls_back_to_the_daemon_path(src):
         assert "passthrough: needs CAP_SYS_ADMIN" in log, log
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_unaligned_o_direct_reads_are_the_same_cold_and_warm(mounter, src):
+    """O_DIRECT on a fusefs file has no alignment rule: the daemon serves
+    any offset and length. A passthrough open's backing file is opened by
+    the kernel with the caller's flags, so the cache file's file system
+    would refuse pread(1000 bytes at 3) with EINVAL; an O_DIRECT open of a
+    file in passthrough mode is therefore answered FOPEN_DIRECT_IO (its
+    reads go through the daemon) and reads the same as on a cold file"""
+    d = rnd(2 * CHUNK + 77, 12)
+    put(src, {"od": d})
+    m = mounter()
+
+    def direct_reads():
+        fd = os.open(m.path("od"), os.O_RDONLY | os.O_DIRECT)
+        try:
+            assert os.pread(fd, 1000, 3) == d[3:1003]
+            assert os.pread(fd, 4097, CHUNK - 5) == d[CHUNK - 5:CHUNK + 4092]
+            assert os.pread(fd, 100, len(d) - 10) == d[-10:]
+        finally:
+            os.close(fd)
+
+    direct_reads()                                  # cold: the daemon
+    warm(m, "od", d)
+    until_passthrough(m, "od", d)
+    reads = m.stats()["reads"]
+    direct_reads()                                  # warm, passthrough mode
+    assert m.stats()["reads"] > reads               # served by the daemon
+    # beside a passthrough open that stays open (the inode's mode is
+    # passthrough while it is open), and that open still reads directly
+    with open(m.path("od"), "rb") as held:
+        direct_reads()
+        os.posix_fadvise(held.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        reads = m.stats()["reads"]
+        assert held.read() == d
+        assert m.stats()["reads"] == reads

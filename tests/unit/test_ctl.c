@@ -283,6 +283,47 @@ static void test_readdir(void)
 	env_fini(&e);
 }
 
+/* ctl_commit() of @len bytes (NULs included) */
+static int commit_n(struct env *e, uint64_t ino, const char *text,
+		    size_t len, char *out, size_t size)
+{
+	char *report = NULL;
+	int rc = ctl_commit(e->ctl, ino, text, len, &report);
+
+	snprintf(out, size, "%s", report ? report : "(null)");
+	free(report);
+	return rc;
+}
+
+/* a text with a NUL byte is NUL-terminated paths: no line splitting, no
+ * CR dropped (a name may hold both), the rest as for lines */
+static void test_paths_nul(void)
+{
+	static const char two[] = "a/1\0/a/b/3/\0";
+	static const char last[] = "top\0z/only";
+	static const char cr[] = "top\r\0";
+	static const char nl[] = "a/1\ntop\0";
+	char rep[256];
+	struct env e;
+	uint64_t ino;
+
+	env_init(&e);
+	ino = ctl_ino(&e, "unpin");
+	CHECK_INT(commit_n(&e, ino, two, sizeof(two) - 1, rep, sizeof(rep)),
+		  ==, 0);
+	CHECK_STR(rep, "files 2\nunknown 0\n");
+	CHECK_INT(commit_n(&e, ino, last, sizeof(last) - 1, rep, sizeof(rep)),
+		  ==, 0);
+	CHECK_STR(rep, "files 2\nunknown 0\n");
+	CHECK_INT(commit_n(&e, ino, cr, sizeof(cr) - 1, rep, sizeof(rep)),
+		  ==, -ENOENT);
+	CHECK_STR(rep, "files 0\nunknown 1\n");
+	CHECK_INT(commit_n(&e, ino, nl, sizeof(nl) - 1, rep, sizeof(rep)),
+		  ==, -ENOENT);
+	CHECK_STR(rep, "files 0\nunknown 1\n");
+	env_fini(&e);
+}
+
 static void test_paths(void)
 {
 	static const char *const verbs[] = { "pin", "unpin", "evict" };
@@ -626,6 +667,7 @@ int main(void)
 	TEST(test_lookup_and_kind);
 	TEST(test_readdir);
 	TEST(test_paths);
+	TEST(test_paths_nul);
 	TEST(test_commit_elsewhere);
 	TEST(test_list_publish);
 	TEST(test_list_epochs);
