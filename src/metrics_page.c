@@ -195,7 +195,7 @@ static const struct mfamily families[] = {
 	    SKIP(PM_BAD_DOT, "dot_component"),
 	    SKIP(PM_BAD_LONG, "too_long"), SKIP(PM_BAD_NUL, "nul_byte") } },
 	{ "fusefs_namespace_shadowed_files", "gauge", "",
-	  "Files hidden by a directory of the same name",
+	  "Objects hidden by a directory of the same name or by the control directory .fusefs",
 	  { SRC(M_NS_SHADOWED) } },
 	{ "fusefs_namespace_non_utf8_names", "gauge", "",
 	  "Names that are not UTF-8 (served byte for byte)",

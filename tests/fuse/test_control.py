@@ -200,13 +200,20 @@ def test_a_dataset_dir_called_fusefs_is_shadowed_not_listed(mounter, src):
     directory: the root's listing leaves the name out (with readdirplus it
     handed the kernel the dataset's directory under that name, and then
     .fusefs/stats was looked up in it)"""
-    put(src, {".fusefs/x": b"shadowed", "a": b"a"})
+    put(src, {".fusefs/x": b"shadowed", ".fusefs/y/z": b"z", "a": b"a"})
     m = mounter()
     assert sorted(os.listdir(m.mnt)) == ["a"]
     for _ in range(2):                  # after the listing too
         with open(m.path(".fusefs/stats")) as f:
             assert "hits" in f.read()
     assert not os.path.exists(m.path(".fusefs/x"))
+    # counted and named, once (it said "0 shadowed" and nothing else)
+    st = m.stats()
+    assert st["ns_shadowed"] == 2 and st["ns_files"] == 1, st
+    warn = [line for line in m.log().splitlines() if "'.fusefs'" in line]
+    assert len(warn) == 1, m.log()
+    assert "shadowed by the control directory" in warn[0] and "2 object" in warn[0]
+    assert "2 shadowed" in m.log()
 
 
 def test_heat_refuses_bad_arguments(mounter, src):
