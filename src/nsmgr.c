@@ -505,8 +505,13 @@ bool nsmgr_is_current(struct nsmgr *nm, const struct nsmgr_tree *t)
 	return cur;
 }
 
-/* the manager lets go of replaced tree @old: freed, or retired while held */
-static void retire(struct nsmgr *nm, struct nsmgr_tree *old)
+/*
+ * The manager lets go of replaced tree @old (lock held for writing, so
+ * that nsmgr_hold() finds it current or retired, never neither): retired
+ * while held.  Return: true if @old is to be freed (by the caller,
+ * unlocked).
+ */
+static bool retire_locked(struct nsmgr *nm, struct nsmgr_tree *old)
 {
 	bool gone;
 
@@ -520,8 +525,7 @@ static void retire(struct nsmgr *nm, struct nsmgr_tree *old)
 				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&nm->hold_lock);
-	if (gone)
-		tree_free(old);
+	return gone;
 }
 
 /* ---- re-listing ---- */
@@ -594,6 +598,7 @@ static void relist(struct nsmgr *nm)
 {
 	struct swap_diff d = { 0 };
 	struct nsmgr_tree *old, *fresh;
+	bool gone;
 	size_t i;
 	int rc;
 
@@ -623,8 +628,10 @@ static void relist(struct nsmgr *nm)
 	old = nm->cur;
 	nm->cur = fresh;
 	nm->ns = d.fresh;
+	gone = retire_locked(nm, old);
 	pthread_rwlock_unlock(&nm->lock);
-	retire(nm, old);
+	if (gone)
+		tree_free(old);
 	/* the listing is the authority on which objects exist */
 	pthread_mutex_lock(&nm->check_lock);
 	for (i = 0; i < nm->checks.cap;) {
