@@ -40,7 +40,7 @@
  *
  * .fusefs is not listed by readdir of the root, so dataset walks do not
  * see it; an object or directory called ".fusefs" at the top is shadowed
- * by it and left out of the root's listing as well.
+ * by it: ns_build leaves it out of the tree, counted and logged.
  * Inodes 2..0xffff are reserved for these files (ns.h).  This module has
  * no FUSE knowledge: fs.c maps requests onto it.
  */
@@ -61,7 +61,7 @@
 #include "prefetch.h"
 #include "stats.h"
 
-#define CTL_NAME	".fusefs"
+#define CTL_NAME	NS_CTL_NAME
 
 enum ctl_kind {
 	CTL_NONE,		/* not a control inode */

@@ -13,6 +13,11 @@
  *   getfattr -n user.fusefs.key FILE        backend object name
  *   getfattr -n user.fusefs.unverified FILE chunks not verified since the
  *                                           start (a passthrough open waits)
+ * They are answered by name only: listxattr lists none, so that copies
+ * (cp -a, rsync -X) do not carry them.  Other user.* names: ENODATA;
+ * names of other namespaces (security.*, system.posix_acl_*): EOPNOTSUPP,
+ * which ls -l and ACL libraries remember per file system, not asking
+ * again for every file.  Control files have none (ENODATA).
  */
 #ifndef FUSEFS_FS_H
 #define FUSEFS_FS_H

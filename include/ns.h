@@ -30,6 +30,8 @@
 
 #define NS_ROOT_INO	1
 #define NS_FIRST_INO	0x10000	/* below: reserved (control files) */
+#define NS_CTL_NAME	".fusefs" /* the control directory, at the top:
+				 * objects under that name are shadowed */
 #define NS_VERSION_MAX	48	/* RADOS version or S3 ETag, NUL included */
 #define NS_SIZE_MAX	(1ULL << 44)	/* largest object served: 16 TiB */
 
@@ -70,7 +72,8 @@ struct ns_stats {
 	uint64_t files;
 	uint64_t dirs;
 	uint64_t skipped[PM_NKINDS];	/* by pathmap reason */
-	uint64_t shadowed;		/* file hidden by a same-named dir */
+	uint64_t shadowed;		/* file hidden by a same-named dir,
+					 * object under NS_CTL_NAME */
 	uint64_t non_utf8;		/* served verbatim */
 	uint64_t collisions;		/* inode hash collisions, skipped */
 	uint64_t bytes;			/* sum of file sizes */

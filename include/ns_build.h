@@ -15,6 +15,8 @@
 
 #include "ns.h"
 
+#define NS_BUILD_SHADOWED	(PM_NKINDS + 1)
+
 struct ns_build;
 
 /* ns_build_create() - an empty tree holding the root; NULL on ENOMEM.
@@ -27,7 +29,9 @@ void ns_build_destroy(struct ns_build *b);
  * mapped under @prefix by pathmap_classify().  Skipped names are counted
  * and the first few of each kind logged.
  * Return: 0 if added (or a directory marker), the pm_kind (> 0) why it
- * was skipped (PM_NKINDS: an inode hash collision), or -ENOMEM.
+ * was skipped (PM_NKINDS: an inode hash collision; NS_BUILD_SHADOWED:
+ * at or under NS_CTL_NAME at the top, counted as shadowed and named in
+ * one warning by ns_build_finish()), or -ENOMEM.
  */
 int ns_build_add(struct ns_build *b, const char *key, size_t len,
 		 const char *prefix, const struct ns_attr *a);

@@ -30,13 +30,14 @@
  * caller ever waits on the backend: waits are parked requests answered
  * from a re-check thread.
  *
- * Locks: the tree's rwlock, then the re-check lock (a leaf); hooks and
- * nsmgr_wait.done() are called with neither held.
+ * Locks: the tree's rwlock, then the re-check lock or the hold lock
+ * (leaves); hooks and nsmgr_wait.done() are called with none held.
  */
 #ifndef FUSEFS_NSMGR_H
 #define FUSEFS_NSMGR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "backend.h"
 #include "conf.h"
@@ -46,6 +47,7 @@
 
 #define NSMGR_CHECKERS	4	/* re-check threads (S3: one pooled handle each) */
 #define NSMGR_QUEUE_MAX	4096	/* files queued for a background re-check */
+#define NSMGR_GEN_MAX	0x7fffffffu	/* tree generations wrap to 1 after it */
 #define NSMGR_IMAGE	"namespace.img"	/* in the cache directory (ns_image.h) */
 
 struct nsmgr;
@@ -75,7 +77,8 @@ struct nsmgr_wait {
 /* nsmgr_open() - load the namespace; -errno with a message printed */
 int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	       const struct fusefs_conf *cf, struct stats *st);
-/* nsmgr_close() - nsmgr_stop() if needed, free everything.  NULL is fine. */
+/* nsmgr_close() - nsmgr_stop() if needed, free everything, held trees
+ * too (no nsmgr_release() may follow).  NULL is fine. */
 void nsmgr_close(struct nsmgr *nm);
 
 /*
@@ -96,12 +99,44 @@ void nsmgr_stop(struct nsmgr *nm);
 /*
  * nsmgr_refresh() - re-list (or, for a manifest mount, read the manifest
  * again) now, in the background, and swap the new tree in; open files
- * keep their version.  Return: 0, or -ENOTCONN before nsmgr_start().
+ * keep their version, open directories the tree they list.  The ns_swaps
+ * counter moves once the hooks have run (the kernel was told).
+ * Return: 0, or -ENOTCONN before nsmgr_start().
  */
 int nsmgr_refresh(struct nsmgr *nm);
 
 struct ns *nsmgr_rdlock(struct nsmgr *nm);
 void nsmgr_unlock(struct nsmgr *nm);
+
+/*
+ * Held trees.  A directory listing spans several READDIRs and must read
+ * one tree throughout: offsets index a tree's entries, and a re-listing
+ * in between would skip or repeat names.  Every tree carries a
+ * generation (1, 2, ...: one per tree swapped in).  A tree held with
+ * nsmgr_hold() stays valid, nodes and strings too, until the matching
+ * nsmgr_release(), without the rwlock: a re-listing that replaces it
+ * retires it, and the last release of a retired tree frees it (the
+ * ns_retired gauge counts the retired trees still held).  Re-checks
+ * update the current tree's attributes only.
+ */
+struct nsmgr_tree {
+	struct ns *ns;		/* read it, never free it */
+	uint32_t gen;		/* never 0 */
+	/* nsmgr's, under its hold lock: */
+	unsigned long refs;	/* holders; the manager's while current */
+	struct nsmgr_tree *next;	/* on the retired list */
+};
+
+/*
+ * nsmgr_hold() - hold the tree of generation @gen, 0 for the current one.
+ * Return: the tree, or NULL when no tree of @gen is alive (retired and
+ * released by all); never NULL for @gen 0.
+ */
+struct nsmgr_tree *nsmgr_hold(struct nsmgr *nm, uint32_t gen);
+/* nsmgr_release() - drop a hold of nsmgr_hold(); NULL is fine */
+void nsmgr_release(struct nsmgr *nm, struct nsmgr_tree *t);
+/* nsmgr_is_current() - whether held tree @t is the one served now */
+bool nsmgr_is_current(struct nsmgr *nm, const struct nsmgr_tree *t);
 
 /*
  * nsmgr_open_check() - may an open of file @ino be answered now?  Never

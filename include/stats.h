@@ -34,6 +34,7 @@
 	X(revalidations)	/* version re-checks at open */		\
 	X(listings)		/* full backend listings */		\
 	X(ns_swaps)		/* namespaces swapped in by a re-listing */ \
+	X(ns_retired)		/* replaced ones open listings read (a gauge) */ \
 	X(prefetch_chunks)	/* chunks fetched for a list ahead of use */ \
 	X(prefetch_wasted_bytes) /* prefetched, evicted before any read */ \
 	X(prefetch_kept_stored) /* refused on arrival, written later */ \

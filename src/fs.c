@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,38 +249,109 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_attr(req, &e.attr, e.attr_timeout);
 }
 
+/*
+ * An open dataset directory: the tree its listing reads (nsmgr_hold()),
+ * so that a re-listing between two READDIRs neither skips nor repeats a
+ * name.  An offset names the tree it indexes: DIR_OFF(gen, pos), pos 1
+ * after ".", 2 after "..", 2 + i after kid i.  The kernel's directory
+ * cache matches offsets to resume a listing, so those of two trees must
+ * differ: a listing of a replaced tree never resumes in (nor extends) a
+ * cache filled from the new one, and falls back to asking here.
+ */
+struct dirh {
+	pthread_mutex_t lock;	/* guards t: READDIRs of a handle may overlap */
+	struct nsmgr_tree *t;
+};
+
+#define DIR_OFF(gen, pos)	((off_t)((uint64_t)(gen) << 32 | (pos)))
+#define DIR_OFF_GEN(off)	((uint32_t)((uint64_t)(off) >> 32))
+#define DIR_OFF_POS(off)	((uint64_t)(off) & 0xffffffffu)
+
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	const struct ns_node *n;
-	bool isdir;
+	struct dirh *dh;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_opendir(req, ino, fi);
 		return;
 	}
-	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
-	isdir = n && n->is_dir;
-	nsmgr_unlock(fs->d->nm);
-	if (!n) {
-		fs_reply_err(req, -ENOENT);
-	} else if (!isdir) {
-		fs_reply_err(req, -ENOTDIR);
-	} else {
-		fi->cache_readdir = 1;
-		fi->keep_cache = 1;
-		fuse_reply_open(req, fi);
+	dh = calloc(1, sizeof(*dh));
+	if (!dh) {
+		fs_reply_err(req, -ENOMEM);
+		return;
 	}
+	pthread_mutex_init(&dh->lock, NULL);
+	dh->t = nsmgr_hold(fs->d->nm, 0);
+	n = ns_get(dh->t->ns, ino);
+	if (!n || !n->is_dir) {
+		fs_reply_err(req, n ? -ENOTDIR : -ENOENT);
+		goto out_release;
+	}
+	fi->fh = (uintptr_t)dh;
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) == 0)
+		return;
+	/* interrupted: no RELEASEDIR will come */
+out_release:
+	nsmgr_release(fs->d->nm, dh->t);
+	pthread_mutex_destroy(&dh->lock);
+	free(dh);
 }
 
-/* offsets: 1 = after ".", 2 = after "..", 2 + i = after kid i */
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	if (dh) {		/* 0 for control directories */
+		nsmgr_release(fs_of(req)->d->nm, dh->t);
+		pthread_mutex_destroy(&dh->lock);
+		free(dh);
+	}
+	fuse_reply_err(req, 0);
+}
+
+/*
+ * The tree a READDIR at @off reads (dh->lock held): at 0 (a listing
+ * begins: opendir, rewinddir) the current one; else the one @off names,
+ * held by the handle from now on (its offsets may have come from the
+ * kernel's cache of another tree).  When that tree is gone (released by
+ * every listing), the current one, at the same position: best effort.
+ */
+static struct nsmgr_tree *dir_tree(struct fs *fs, struct dirh *dh, off_t off)
+{
+	struct nsmgr *nm = fs->d->nm;
+	uint32_t gen = off ? DIR_OFF_GEN(off) : 0;
+	struct nsmgr_tree *t;
+
+	if (gen == dh->t->gen || (!off && nsmgr_is_current(nm, dh->t)))
+		return dh->t;
+	t = nsmgr_hold(nm, gen);
+	if (!t) {
+		log_dbg("directory offset %lld: its tree is gone; resuming in the current one",
+			(long long)off);
+		t = nsmgr_hold(nm, 0);
+	}
+	nsmgr_release(nm, dh->t);
+	dh->t = t;
+	return t;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-		       off_t off, bool plus)
+		       off_t off, bool plus, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
 	const struct ns_node *d;
+	struct nsmgr_tree *t;
+	uint64_t pos;
 	size_t used = 0;
+	bool current;
 	struct ns *ns;
 	char *buf;
 
@@ -291,25 +364,33 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fs_reply_err(req, -ENOMEM);
 		return;
 	}
-	ns = nsmgr_rdlock(fs->d->nm);
+	pthread_mutex_lock(&dh->lock);
+	t = dir_tree(fs, dh, off);
+	ns = t->ns;
+	/*
+	 * Attributes of a replaced tree are not handed out: the kernel was
+	 * told of the changes before this request came (a READDIRPLUS sent
+	 * before that has its answer ignored by the kernel).
+	 */
+	current = nsmgr_is_current(fs->d->nm, t);
 	d = ns_get(ns, ino);
 	if (!d || !d->is_dir) {
-		nsmgr_unlock(fs->d->nm);
+		pthread_mutex_unlock(&dh->lock);
 		free(buf);
 		fs_reply_err(req, d ? -ENOTDIR : -ENOENT);
 		return;
 	}
-	for (; off < (off_t)ns_nkids(d) + 2; off++) {
+	for (pos = DIR_OFF_POS(off); pos < ns_nkids(d) + 2; pos++) {
 		const struct ns_node *n;
 		const char *name;
 		struct fuse_entry_param e;
 		size_t need;
 
-		if (off < 2) {
-			n = off == 0 ? d : ns_parent(ns, d);
-			name = off == 0 ? "." : "..";
+		if (pos < 2) {
+			n = pos == 0 ? d : ns_parent(ns, d);
+			name = pos == 0 ? "." : "..";
 		} else {
-			n = ns_kid(ns, d, off - 2);
+			n = ns_kid(ns, d, pos - 2);
 			if (!n)
 				break;
 			name = ns_name(ns, n);
@@ -320,24 +401,26 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		}
 		node_entry(fs, ns, n, &e);
 		if (plus) {
-			if (off < 2) {
-				/* no lookup count for . and .. */
+			if (pos < 2 || !current) {
+				/* no lookup count for . and .., nor for a
+				 * replaced tree's entries: a name only */
 				memset(&e, 0, sizeof(e));
 				e.attr.st_ino = n->ino;
-				e.attr.st_mode = S_IFDIR;
+				e.attr.st_mode = n->is_dir ? S_IFDIR : S_IFREG;
 			}
 			need = fuse_add_direntry_plus(req, buf + used,
 						      size - used, name, &e,
-						      off + 1);
+						      DIR_OFF(t->gen, pos + 1));
 		} else {
 			need = fuse_add_direntry(req, buf + used, size - used,
-						 name, &e.attr, off + 1);
+						 name, &e.attr,
+						 DIR_OFF(t->gen, pos + 1));
 		}
 		if (need > size - used)
 			break;
 		used += need;
 	}
-	nsmgr_unlock(fs->d->nm);
+	pthread_mutex_unlock(&dh->lock);
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }
@@ -345,15 +428,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
-	(void)fi;
-	do_readdir(req, ino, size, off, false);
+	do_readdir(req, ino, size, off, false, fi);
 }
 
 static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
-	(void)fi;
-	do_readdir(req, ino, size, off, true);
+	do_readdir(req, ino, size, off, true, fi);
 }
 
 /*
@@ -609,6 +690,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.readdirplus = fs_readdirplus,
+	.releasedir = fs_releasedir,
 	.open = fs_open,
 	.read = fs_read,
 	.release = fs_release,

@@ -2,7 +2,8 @@
 /*
  * fs_xattr.c - the read-only extended attributes of the mount (fs.h lists
  * them): counters on the root, version, object name and cached bytes on
- * files.  Memory only; nothing here asks the backend.
+ * files, answered by name and never listed.  Memory only; nothing here
+ * asks the backend.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 #include "compiler.h"
 #include "fs_internal.h"
 
+#define XATTR_USER	"user."
 #define XATTR_STATS	"user.fusefs.stats"
 #define XATTR_VERSION	"user.fusefs.version"
 #define XATTR_CACHED	"user.fusefs.cached"
@@ -78,12 +80,32 @@ static int file_xattr(struct fs *fs, fuse_ino_t ino, const char *name,
 	return len < 0 ? len : (int)MIN((size_t)len, cap - 1);
 }
 
+/*
+ * The answer to a name outside user.*: no such namespace here.  Tools
+ * remember EOPNOTSUPP for the whole file system (ls -l asks for
+ * security.selinux and system.posix_acl_access of every entry until it
+ * gets it: two round trips an entry).  Never ENOSYS: the kernel would
+ * remember that for every name, user.fusefs.* too.
+ */
+static bool foreign_name(const char *name)
+{
+	return strncmp(name, XATTR_USER, strlen(XATTR_USER)) != 0;
+}
+
 void fs_xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name,
 		  size_t size)
 {
 	char val[XATTR_VAL_MAX];
 	int len;
 
+	if (foreign_name(name)) {
+		fs_reply_err(req, -EOPNOTSUPP);
+		return;
+	}
+	if (fs_is_ctl(fs_of(req), ino)) {
+		fs_reply_errno(req, -ENODATA);
+		return;
+	}
 	if (ino == NS_ROOT_INO && !strcmp(name, XATTR_STATS)) {
 		get_stats(req, size);
 		return;
@@ -95,26 +117,20 @@ void fs_xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name,
 		reply_xattr(req, val, len, size);
 }
 
+/* none listed: user.fusefs.* are read by name (fs.h) */
 void fs_xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	static const char root[] = XATTR_STATS;
-	static const char file[] = XATTR_VERSION "\0" XATTR_CACHED "\0"
-				   XATTR_KEY "\0" XATTR_UNVERIFIED;
 	struct fs *fs = fs_of(req);
-	const struct ns_node *n;
-	bool dir;
+	bool known = true;
 
-	n = ns_get(nsmgr_rdlock(fs->d->nm), ino);
-	dir = n && n->is_dir;
-	nsmgr_unlock(fs->d->nm);
-	if (!n)
+	if (!fs_is_ctl(fs, ino)) {
+		known = ns_get(nsmgr_rdlock(fs->d->nm), ino) != NULL;
+		nsmgr_unlock(fs->d->nm);
+	}
+	if (!known)
 		fs_reply_err(req, -ENOENT);
-	else if (ino == NS_ROOT_INO)
-		reply_xattr(req, root, sizeof(root), size);
-	else if (dir)
-		reply_xattr(req, "", 0, size);
 	else
-		reply_xattr(req, file, sizeof(file), size);
+		reply_xattr(req, "", 0, size);
 }
 
 void fs_xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name,

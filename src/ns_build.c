@@ -2,6 +2,7 @@
 /* ns_build.c - see ns_build.h; the image format is in ns_image.h */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -81,6 +82,7 @@ struct ns_build {
 	uint32_t added;		/* nodes so far */
 	struct bnode *root;
 	struct ns_stats st;
+	uint64_t ctl_shadowed;	/* objects under NS_CTL_NAME at the top */
 	int64_t checked;	/* the oldest file's */
 };
 
@@ -275,6 +277,16 @@ static void note_skip(struct ns_build *b, enum pm_kind k, const char *key,
 			 " (further ones of this kind only counted)" : "");
 }
 
+/* whether @rel (@len bytes) is the control directory or under it: the
+ * mount serves that name itself (ctl.h) */
+static bool under_ctl(const char *rel, size_t len)
+{
+	size_t n = strlen(NS_CTL_NAME);
+
+	return len >= n && !memcmp(rel, NS_CTL_NAME, n) &&
+	       (len == n || rel[n] == '/');
+}
+
 int ns_build_add(struct ns_build *b, const char *key, size_t len,
 		 const char *prefix, const struct ns_attr *a)
 {
@@ -297,6 +309,11 @@ int ns_build_add(struct ns_build *b, const char *key, size_t len,
 	if (len > KEY_MAX) {		/* a prefix of over 60 KiB */
 		note_skip(b, PM_BAD_LONG, key, len);
 		return PM_BAD_LONG;
+	}
+	if (under_ctl(r.rel, r.rel_len)) {
+		b->st.shadowed++;
+		b->ctl_shadowed++;
+		return NS_BUILD_SHADOWED;
 	}
 	if (r.non_utf8)
 		b->st.non_utf8++;
@@ -620,6 +637,9 @@ int ns_build_finish(struct ns_build *b, const char *path, uint64_t token,
 	size_t i;
 	int fd = -1, rc;
 
+	if (b->ctl_shadowed)
+		log_warn("'%s' at the top of the source is shadowed by the control directory of that name: its %" PRIu64 " object(s) are not served (rename it in the source)",
+			 NS_CTL_NAME, b->ctl_shadowed);
 	for (i = 0; i < b->tab.cap; i++)
 		if (b->tab.slot[i])
 			dir_finish(b, b->tab.slot[i]);

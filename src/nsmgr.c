@@ -49,8 +49,10 @@ struct checker {			/* one re-check thread */
 };
 
 struct nsmgr {
-	pthread_rwlock_t lock;	/* guards ns (the pointer, not the tree) */
-	struct ns *ns;
+	pthread_rwlock_t lock;	/* guards ns and cur (the pointers) */
+	struct ns *ns;		/* cur->ns */
+	struct nsmgr_tree *cur;
+	uint32_t last_gen;	/* open, then the re-listing thread */
 	struct backend *be;
 	struct meta *meta;
 	struct stats *st;
@@ -62,6 +64,10 @@ struct nsmgr {
 	bool from_store;		/* loaded from LMDB at open: re-list soon */
 	struct bgthread *refresh;
 	int64_t refresh_due_ms;		/* CLOCK_MONOTONIC; atomic */
+
+	pthread_mutex_t hold_lock;	/* after lock; guards the trees' refs */
+	struct nsmgr_tree *retired;	/* replaced, still held */
+	uint64_t nretired;
 
 	pthread_mutex_t check_lock;	/* after lock; guards all below */
 	enum nsmgr_state state;
@@ -350,6 +356,8 @@ static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 	return 0;
 }
 
+static struct nsmgr_tree *tree_new(struct nsmgr *nm, struct ns *ns);
+
 int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	       const struct fusefs_conf *cf, struct stats *st)
 {
@@ -366,6 +374,7 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	nm->seed = hash64(cf->source, strlen(cf->source), 1);
 	nm->pinned = cf->manifest != NULL;
 	pthread_rwlock_init(&nm->lock, NULL);
+	pthread_mutex_init(&nm->hold_lock, NULL);
 	pthread_mutex_init(&nm->check_lock, NULL);
 	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
@@ -386,6 +395,11 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	if (rc == 0 && nm->from_store)
 		log_info("serving the stored namespace; re-listing %s in the background",
 			 cf->source);
+	if (rc == 0) {
+		nm->cur = tree_new(nm, nm->ns);
+		if (!nm->cur)
+			rc = -ENOMEM;
+	}
 	if (rc) {
 		fprintf(stderr, "fusefs: cannot %s %s: %s\n",
 			nm->pinned ? "read the manifest of" : "list", cf->source,
@@ -409,6 +423,111 @@ void nsmgr_unlock(struct nsmgr *nm)
 }
 
 static void put_locked(struct nsmgr *nm, struct recheck *r);
+
+/* ---- held trees ---- */
+
+/* @ns as the next generation, held by the manager; NULL on ENOMEM */
+static struct nsmgr_tree *tree_new(struct nsmgr *nm, struct ns *ns)
+{
+	struct nsmgr_tree *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	if (++nm->last_gen > NSMGR_GEN_MAX)
+		nm->last_gen = 1;
+	t->ns = ns;
+	t->gen = nm->last_gen;
+	t->refs = 1;
+	return t;
+}
+
+static void tree_free(struct nsmgr_tree *t)
+{
+	ns_destroy(t->ns);
+	free(t);
+}
+
+struct nsmgr_tree *nsmgr_hold(struct nsmgr *nm, uint32_t gen)
+{
+	struct nsmgr_tree *t;
+
+	pthread_rwlock_rdlock(&nm->lock);
+	pthread_mutex_lock(&nm->hold_lock);
+	t = nm->cur;
+	if (gen && t->gen != gen)
+		for (t = nm->retired; t && t->gen != gen; t = t->next)
+			;
+	if (t)
+		t->refs++;
+	pthread_mutex_unlock(&nm->hold_lock);
+	pthread_rwlock_unlock(&nm->lock);
+	return t;
+}
+
+/* drop a reference to @t (hold_lock held): true if @t is to be freed */
+static bool unref_locked(struct nsmgr *nm, struct nsmgr_tree *t)
+{
+	struct nsmgr_tree **p;
+
+	if (--t->refs)
+		return false;
+	/* only a retired tree loses its last reference: unlink it */
+	for (p = &nm->retired; *p && *p != t; p = &(*p)->next)
+		;
+	if (*p) {
+		*p = t->next;
+		nm->nretired--;
+		atomic_store_explicit(&nm->st->ns_retired, nm->nretired,
+				      memory_order_relaxed);
+	}
+	return true;
+}
+
+void nsmgr_release(struct nsmgr *nm, struct nsmgr_tree *t)
+{
+	bool gone;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&nm->hold_lock);
+	gone = unref_locked(nm, t);
+	pthread_mutex_unlock(&nm->hold_lock);
+	if (gone)
+		tree_free(t);		/* an unmap: outside the lock */
+}
+
+bool nsmgr_is_current(struct nsmgr *nm, const struct nsmgr_tree *t)
+{
+	bool cur;
+
+	pthread_rwlock_rdlock(&nm->lock);
+	cur = nm->cur == t;
+	pthread_rwlock_unlock(&nm->lock);
+	return cur;
+}
+
+/*
+ * The manager lets go of replaced tree @old (lock held for writing, so
+ * that nsmgr_hold() finds it current or retired, never neither): retired
+ * while held.  Return: true if @old is to be freed (by the caller,
+ * unlocked).
+ */
+static bool retire_locked(struct nsmgr *nm, struct nsmgr_tree *old)
+{
+	bool gone;
+
+	pthread_mutex_lock(&nm->hold_lock);
+	gone = unref_locked(nm, old);
+	if (!gone) {
+		old->next = nm->retired;
+		nm->retired = old;
+		nm->nretired++;
+		atomic_store_explicit(&nm->st->ns_retired, nm->nretired,
+				      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&nm->hold_lock);
+	return gone;
+}
 
 /* ---- re-listing ---- */
 
@@ -479,13 +598,21 @@ static int diff_file(void *arg, const struct ns_node *o)
 static void relist(struct nsmgr *nm)
 {
 	struct swap_diff d = { 0 };
-	struct ns *old;
+	struct nsmgr_tree *old, *fresh;
+	bool gone;
 	size_t i;
 	int rc;
 
 	if (list_backend(nm, &d.fresh)) {
 		log_warn("re-listing %s failed: keeping the old namespace",
 			 nm->cf->source);
+		return;
+	}
+	fresh = tree_new(nm, d.fresh);
+	if (!fresh) {
+		log_warn("re-listing %s: out of memory; keeping the old namespace",
+			 nm->cf->source);
+		ns_destroy(d.fresh);
 		return;
 	}
 	d.old = nsmgr_rdlock(nm);
@@ -499,11 +626,13 @@ static void relist(struct nsmgr *nm)
 		log_warn("re-listing %s: %s; changed files keep their kernel cache until it expires",
 			 nm->cf->source, strerror(-rc));
 	pthread_rwlock_wrlock(&nm->lock);
-	old = nm->ns;
+	old = nm->cur;
+	nm->cur = fresh;
 	nm->ns = d.fresh;
+	gone = retire_locked(nm, old);
 	pthread_rwlock_unlock(&nm->lock);
-	ns_destroy(old);
-	stat_inc(nm->st, ns_swaps);
+	if (gone)
+		tree_free(old);
 	/* the listing is the authority on which objects exist */
 	pthread_mutex_lock(&nm->check_lock);
 	for (i = 0; i < nm->checks.cap;) {
@@ -528,6 +657,9 @@ static void relist(struct nsmgr *nm)
 	free(d.added);
 	free(d.changed);
 	nm->hooks.on_swap(nm->hooks.arg);
+	/* counted once the kernel was told: `fusefs refresh --wait` waits
+	 * for this, and a listing after it reads the new tree */
+	stat_inc(nm->st, ns_swaps);
 }
 
 /* when the next periodic re-listing is due; a manifest is never re-read by itself */
@@ -1010,8 +1142,18 @@ void nsmgr_close(struct nsmgr *nm)
 		}
 	}
 	htab_release(&nm->checks);
-	ns_destroy(nm->ns);
+	while (nm->retired) {
+		struct nsmgr_tree *t = nm->retired;
+
+		nm->retired = t->next;
+		tree_free(t);
+	}
+	if (nm->cur)
+		tree_free(nm->cur);
+	else
+		ns_destroy(nm->ns);
 	pthread_mutex_destroy(&nm->check_lock);
+	pthread_mutex_destroy(&nm->hold_lock);
 	pthread_rwlock_destroy(&nm->lock);
 	free(nm);
 }

@@ -6,6 +6,8 @@ import errno
 import os
 import random
 import re
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -51,6 +53,58 @@ def test_stats_file_and_xattrs(mounter, src):
     assert wait_for(lambda: os.getxattr(m.path("d/f"), "user.fusefs.cached") == b"4096")
     r = run_fusefs("stats", m.mnt)
     assert r.returncode == 0 and "\nbytes_from_backend 3000\n" in "\n" + r.stdout
+
+
+def test_xattrs_by_name_not_listed_copies_clean(mounter, src, tmp_path):
+    """user.fusefs.* are answered by name but listed nowhere, so cp -a,
+    cp --preserve=all and rsync -X copy none of them; names of other
+    namespaces (what ls -l asks of every entry) are EOPNOTSUPP, which ls
+    remembers for the file system instead of asking per entry"""
+    put(src, {"d/f": b"x" * 3000})
+    m = mounter()
+    assert read_uncached(m.path("d/f")) == b"x" * 3000
+    for p in (m.mnt, m.path("d"), m.path("d/f")):
+        assert os.listxattr(p) == [], p
+    assert os.getxattr(m.path("d/f"), "user.fusefs.key") == b"d/f"
+    assert m.stats()["bytes_from_backend"] == 3000
+    for name, err in (("user.fusefs.nope", errno.ENODATA), ("user.other", errno.ENODATA),
+                      ("security.selinux", errno.EOPNOTSUPP),
+                      ("system.posix_acl_access", errno.EOPNOTSUPP)):
+        with pytest.raises(OSError) as e:
+            os.getxattr(m.path("d/f"), name)
+        assert e.value.errno == err, name
+    # user.fusefs.* still work after those (no ENOSYS remembered by the kernel)
+    assert os.getxattr(m.path("d/f"), "user.fusefs.cached") in (b"3000", b"4096")
+    copies = [(["cp", "-a"], "a"), (["cp", "-r", "--preserve=all"], "all")]
+    if shutil.which("rsync"):
+        copies.append((["rsync", "-aX"], "rsync"))
+    for cmd, out in copies:
+        dst = tmp_path / out
+        dst.mkdir()
+        r = subprocess.run(cmd + [m.path("d/f"), m.path("d"), str(dst)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and not r.stderr, (cmd, r)
+        r = subprocess.run(["cp", "-a", m.mnt + "/.", str(dst / "root")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and not r.stderr, r
+        for p in (dst / "f", dst / "d", dst / "d" / "f", dst / "root"):
+            assert not [x for x in os.listxattr(p) if x.startswith("user.fusefs.")], (cmd, p)
+        assert (dst / "f").read_bytes() == b"x" * 3000
+
+
+def test_control_files_have_no_xattrs(mounter, src):
+    """ls -la of .fusefs asks for extended attributes of every entry:
+    none exist (ENODATA, EOPNOTSUPP outside user.*), none fail"""
+    m = mounter()
+    ctl = m.path(".fusefs")
+    r = subprocess.run(["ls", "-la", ctl], capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r
+    assert "stats" in r.stdout
+    for p in (ctl, os.path.join(ctl, "stats"), os.path.join(ctl, "lists")):
+        assert os.listxattr(p) == []
+        with pytest.raises(OSError) as e:
+            os.getxattr(p, "user.fusefs.version")
+        assert e.value.errno == errno.ENODATA, p
 
 
 def test_pin_unpin_evict(mounter, shards):
@@ -146,13 +200,20 @@ def test_a_dataset_dir_called_fusefs_is_shadowed_not_listed(mounter, src):
     directory: the root's listing leaves the name out (with readdirplus it
     handed the kernel the dataset's directory under that name, and then
     .fusefs/stats was looked up in it)"""
-    put(src, {".fusefs/x": b"shadowed", "a": b"a"})
+    put(src, {".fusefs/x": b"shadowed", ".fusefs/y/z": b"z", "a": b"a"})
     m = mounter()
     assert sorted(os.listdir(m.mnt)) == ["a"]
     for _ in range(2):                  # after the listing too
         with open(m.path(".fusefs/stats")) as f:
             assert "hits" in f.read()
     assert not os.path.exists(m.path(".fusefs/x"))
+    # counted and named, once (it said "0 shadowed" and nothing else)
+    st = m.stats()
+    assert st["ns_shadowed"] == 2 and st["ns_files"] == 1, st
+    warn = [line for line in m.log().splitlines() if "'.fusefs'" in line]
+    assert len(warn) == 1, m.log()
+    assert "shadowed by the control directory" in warn[0] and "2 object" in warn[0]
+    assert "2 shadowed" in m.log()
 
 
 def test_heat_refuses_bad_arguments(mounter, src):

@@ -122,6 +122,29 @@ static void test_file_dir_conflict(void)
 	ns_destroy(ns);
 }
 
+/* objects under the control directory's name at the top are shadowed */
+static void test_ctl_name_shadowed(void)
+{
+	struct ns_build *b = ns_build_create(1);
+	struct ns_attr a = attr(1);
+	struct ns *ns;
+
+	CHECK_INT(ns_build_add(b, ".fusefs", 7, "", &a), ==, NS_BUILD_SHADOWED);
+	CHECK_INT(ns_build_add(b, ".fusefs/x", 9, "", &a), ==, NS_BUILD_SHADOWED);
+	CHECK_INT(ns_build_add(b, "pre/.fusefs/", 12, "pre", &a), ==,
+		  NS_BUILD_SHADOWED);
+	CHECK_INT(ns_build_add(b, ".fusefsx", 8, "", &a), ==, 0);
+	CHECK_INT(ns_build_add(b, "d/.fusefs", 9, "", &a), ==, 0);
+	ns = finish(b);
+	CHECK(ns_lookup(ns, NS_ROOT_INO, ".fusefs") == NULL);
+	CHECK(ns_resolve(ns, ".fusefsx", 8) != NULL);
+	CHECK(ns_resolve(ns, "d/.fusefs", 9) != NULL);
+	CHECK_INT(ns_stats(ns)->shadowed, ==, 3);
+	CHECK_INT(ns_stats(ns)->files, ==, 2);
+	CHECK_INT(ns_stats(ns)->bytes, ==, 2);
+	ns_destroy(ns);
+}
+
 /* a second object of one path: the first one added is served */
 static void test_duplicate_path(void)
 {
@@ -609,6 +632,7 @@ int main(void)
 	TEST(test_prefix_and_paths);
 	TEST(test_file_dir_conflict);
 	TEST(test_duplicate_path);
+	TEST(test_ctl_name_shadowed);
 	TEST(test_stable_inodes);
 	TEST(test_many);
 	TEST(test_lookup_paths);
