@@ -74,7 +74,9 @@ def test_xattrs_by_name_not_listed_copies_clean(mounter, src, tmp_path):
             os.getxattr(m.path("d/f"), name)
         assert e.value.errno == err, name
     # user.fusefs.* still work after those (no ENOSYS remembered by the kernel)
-    assert os.getxattr(m.path("d/f"), "user.fusefs.cached") in (b"3000", b"4096")
+    # (the chunk is stored after the read's reply: waited for)
+    assert wait_for(lambda: os.getxattr(m.path("d/f"), "user.fusefs.cached")
+                    in (b"3000", b"4096"))
     copies = [(["cp", "-a"], "a"), (["cp", "-r", "--preserve=all"], "all")]
     if shutil.which("rsync"):
         copies.append((["rsync", "-aX"], "rsync"))
