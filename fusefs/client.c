@@ -505,7 +505,7 @@ static const char *publish_error(int rc)
 	case -ESTALE:
 		return "its epoch is older than the list's current epoch (begin it first: --begin)";
 	case -EBUSY:
-		return "later epochs are already queued";
+		return "two later epochs are already queued (--epoch N replaces queued epoch N; a list without --epoch goes after them)";
 	case -ENOSPC:
 		return "too many lists";
 	default:

@@ -173,7 +173,7 @@ static int cmd_create(int argc, char **argv)
 	else
 		fprintf(stderr, "fusefs: %lu files%s", c.files, c.skipped ? "" : "\n");
 	if (!rc && c.skipped)
-		fprintf(stderr, ", %lu skipped (unreadable, or a version that cannot be written)\n",
+		fprintf(stderr, ", %lu skipped (unreadable, over 2^44 bytes, or a version that cannot be written)\n",
 			c.skipped);
 out:
 	backend_close(be);

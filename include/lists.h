@@ -19,9 +19,12 @@
  * is placed; a list refused (-ESTALE, -EBUSY) refuses its begin too:
  * nothing changes.
  *
- * Numbers.  A list without "# epoch" takes the number after the current
- * epoch's (0 for a fresh list) and replaces whatever was queued, as
- * before numbers existed.  A numbered publish: below the current number
+ * Numbers.  A list without "# epoch" takes the number after the last
+ * epoch the list knows, queued or current (the epoch awaited after a
+ * begin; 0 for a fresh list), and is then placed as if numbered so: it
+ * never replaces a queued epoch (a loader publishing one epoch ahead
+ * whose epochs stop early keeps its order) and is refused with -EBUSY
+ * once LIST_QUEUE_MAX are queued.  A numbered publish: below the current number
  * it is stale (-ESTALE, nothing changes; unless the list was idle: then
  * it starts afresh); equal to it, it replaces the current order and keeps
  * the reader's progress (an idle list starts afresh here too; a text

@@ -67,7 +67,9 @@ int manifest_put_header(FILE *f, const char *source);
 /*
  * manifest_put() - one entry line for object path @path (@len bytes,
  * relative to the prefix).  Return: 0, -EINVAL if the path or version
- * cannot be written (too long, a control byte in the version), -EIO.
+ * cannot be written (too long, a control byte in the version) or the
+ * size is over NS_SIZE_MAX (NS_SIZE_TOO_BIG: an object no mount serves),
+ * -EIO.
  */
 int manifest_put(FILE *f, const char *path, size_t len,
 		 const struct ns_attr *a);

@@ -9,6 +9,14 @@
  *                  or OpenMetrics 1.0 when the Accept header asks for
  *                  application/openmetrics-text (as Prometheus does)
  *   anything else  404 (other paths) or 405 (other methods)
+ *
+ * Clients cannot hold the endpoint: one polling thread serves every
+ * connection, at most 64 at once and 32 per client address (below the
+ * total, so one address, localhost included, leaves room for others);
+ * a connection whose request headers are not complete 5 s after it
+ * connected (or after its previous response) is shut down by a reaper
+ * thread however steadily it trickles bytes, and an idle one is closed
+ * after 10 s (libmicrohttpd's timeout, reset by every byte).
  */
 #ifndef FUSEFS_METRICS_H
 #define FUSEFS_METRICS_H

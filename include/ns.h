@@ -34,6 +34,13 @@
 				 * objects under that name are shadowed */
 #define NS_VERSION_MAX	48	/* RADOS version or S3 ETag, NUL included */
 #define NS_SIZE_MAX	(1ULL << 44)	/* largest object served: 16 TiB */
+/*
+ * The size an entry is listed with when its source says it is larger
+ * than NS_SIZE_MAX (an S3 listing): the file is there, its open fails
+ * with EFBIG (the cache takes no more than NS_SIZE_MAX), and the rest
+ * of the listing goes on.
+ */
+#define NS_SIZE_TOO_BIG	(NS_SIZE_MAX + 1)
 
 struct ns_attr {
 	uint64_t size;

@@ -60,7 +60,7 @@ int chunk_rec_decode(const uint8_t *p, size_t len, struct chunk_rec *r);
 size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r);
 int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r);
 /* the namespace cache: object name -> attributes; a record with a size
- * over NS_SIZE_MAX or nanoseconds over 999,999,999 is -EINVAL */
+ * over NS_SIZE_TOO_BIG or nanoseconds over 999,999,999 is -EINVAL */
 size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a);
 int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a);
 

@@ -41,7 +41,9 @@ struct s3_page {
 /*
  * s3list_parse() - call @fn(arg, key, len, attr) for each <Contents> of
  * the XML document @xml (@len bytes): Key, Size, LastModified and ETag
- * (the version).  If the page says EncodingType url (asked for with
+ * (the version).  A Size over NS_SIZE_MAX is not an error: the entry
+ * comes with the size NS_SIZE_TOO_BIG (its open fails with EFBIG).  If
+ * the page says EncodingType url (asked for with
  * encoding-type=url), each Key is URL-decoded (%XX and '+'), so @key may
  * hold any byte, NUL included: @len counts them.  Tokens are never
  * encoded (S3 encodes Key, Prefix, Delimiter and StartAfter only).
@@ -50,7 +52,7 @@ struct s3_page {
  * Refused with -EBADMSG, @page->error saying why, and @fn not called at
  * all: a malformed document, a DOCTYPE or entity, a root other than
  * ListBucketResult, an entry without Key or Size or with an empty Key, a
- * Size that is not plain decimal digits up to NS_SIZE_MAX, an ETag with
+ * Size that is not plain decimal digits, an ETag with
  * a control character (it goes into If-Match headers) or longer than
  * NS_VERSION_MAX - 1, a bad %-escape, a Key over 8 KiB, a token that is
  * empty or over 1023 bytes, IsTruncated without a token.
@@ -137,7 +139,8 @@ int s3_listing_page(struct s3_listing *l, const struct s3_page *page,
  * time; 0, or -EINVAL if malformed */
 int s3_parse_time(const char *s, int64_t *out);
 /* s3_parse_size() - @len bytes of decimal digits only (no sign, blank or
- * '+'), at most NS_SIZE_MAX; 0 or -EINVAL */
+ * '+'), at most NS_SIZE_MAX.  Return: 0, -EFBIG (digits of a larger
+ * number, however many: *@out is NS_SIZE_TOO_BIG) or -EINVAL */
 int s3_parse_size(const char *t, size_t len, uint64_t *out);
 /* s3_version_ok() - @len bytes usable as a version (and in If-Match):
  * 1..NS_VERSION_MAX-1 bytes, no control character */

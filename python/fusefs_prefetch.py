@@ -152,7 +152,9 @@ def publish(mount, paths, name="default", epoch=None, begin=False, at=0):
     """Publish the ordered @paths (relative to @mount) as list @name.
 
     With @epoch, the list is that epoch: while an earlier epoch runs it is
-    queued, an older one is refused (ESTALE).  With @begin, the epoch
+    queued, an older one is refused (ESTALE).  Without, it is the epoch
+    after the last one the list knows (queued after them, never replacing
+    one; EBUSY once two are queued).  With @begin, the epoch
     begins now (its first @at files were already read: a resume).
     Returns the list's status text (with the publish report).  Raises
     ListRejected or NotFusefs."""

@@ -469,6 +469,15 @@ static int list_part(void *arg, struct s3walk *w, const char *prefix,
 	return rc;
 }
 
+/* an object listed larger than the cache takes: listed all the same */
+static void note_too_big(const char *key, size_t len,
+			 const struct ns_attr *a)
+{
+	if (a->size == NS_SIZE_TOO_BIG)
+		log_warn("S3 object '%s' is listed larger than 2^44 bytes: its open fails with EFBIG",
+			 str_log_n(key, len));
+}
+
 /* the keys of every part, on s3_list()'s thread: bounded in number */
 struct list_ctx {
 	backend_list_fn fn;
@@ -485,6 +494,7 @@ static int list_key(void *arg, const char *key, size_t len,
 		log_err("listing: more than %llu keys", S3_LIST_MAX_KEYS);
 		return -E2BIG;
 	}
+	note_too_big(key, len, a);
 	return c->fn(c->arg, key, len, a);
 }
 
@@ -521,7 +531,10 @@ static int versions_key(void *arg, const char *key, size_t len,
 	struct versions_ctx *c = arg;
 	int rc = s3_listing_key(&c->guard, key, len);
 
-	return rc ? rc : c->fn(c->arg, key, len, a);
+	if (rc)
+		return rc;
+	note_too_big(key, len, a);
+	return c->fn(c->arg, key, len, a);
 }
 
 /*

@@ -695,7 +695,7 @@ static const char *commit_verdict(int rc, const struct list_report *rep)
 	case -ESTALE:
 		return "NOT published: an epoch older than the current one";
 	case -EBUSY:
-		return "NOT published: later epochs already queued";
+		return "NOT published: later epochs already queued (\"# epoch N\" replaces queued epoch N)";
 	case -ENOSPC:
 		return "NOT published: too many lists";
 	case -EPERM:
@@ -772,6 +772,11 @@ static int commit_list(struct ctl *c, const char *name,
 	} else if (rc == -EPERM || rc == -EDQUOT ||
 		   (rc == -ENOSPC && rep.outcome == LO_NONE && !rep.lines)) {
 		/* refused before parsing: logged above */
+	} else if ((rc == -ESTALE || rc == -EBUSY) &&
+		   rep.epoch == LIST_NO_EPOCH) {
+		log_warn("list '%s': a list without a number not published (%s; the current epoch is %" PRId64 ")",
+			 str_log(name), list_outcome_name(rep.outcome),
+			 rep.current);
 	} else if (rc == -ESTALE || rc == -EBUSY) {
 		log_warn("list '%s': epoch %" PRId64 " not published (%s; the current epoch is %" PRId64 ")",
 			 str_log(name), rep.epoch, list_outcome_name(rep.outcome),

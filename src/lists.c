@@ -749,24 +749,6 @@ static enum list_outcome enqueue(struct rlist *r, struct epoch *e)
 	return LO_QUEUED;
 }
 
-/* a list without a number: after the current one, replacing the queue */
-static enum list_outcome place_unnumbered(struct rlist *r, struct epoch *e)
-{
-	if (r->cur && fully_read(r->cur))
-		advance(r, false);
-	if (!r->cur && !r->nq) {
-		uint32_t at = r->want != LIST_NO_EPOCH ? r->want_at : 0;
-
-		e->no = r->want != LIST_NO_EPOCH ? r->want : r->last_no + 1;
-		make_current(r, e, at);
-		return LO_CURRENT;
-	}
-	drop_queued(r, 0, true);
-	e->no = (r->cur ? r->cur->no : r->want) + 1;
-	r->q[r->nq++] = e;
-	return LO_QUEUED;
-}
-
 static enum list_outcome place_numbered(const struct lists *l,
 					struct rlist *r, struct epoch *e,
 					bool idle)
@@ -879,6 +861,34 @@ static enum list_outcome refusal(const struct shape *s, int64_t no, bool idle)
 }
 
 /*
+ * The number a list without "# epoch" takes on @s: the one after the
+ * last epoch the list knows (the last queued, else the current, once a
+ * current epoch read to its end gave way to its queue), or the epoch
+ * awaited; 0 for a fresh list.  Never the number of a queued epoch, so
+ * an unnumbered list never replaces one: it is queued after it, or
+ * refused (-EBUSY) once LIST_QUEUE_MAX are queued.
+ */
+static int64_t unnumbered_no(const struct rlist *r, const struct shape *s)
+{
+	unsigned first = 0;
+	int64_t c = s->c;
+
+	if (s->cur && s->done) {	/* advance(): the queue's head next */
+		if (!s->nq)
+			return c + 1;
+		c = s->q[0]->no;
+		first = 1;
+	}
+	if (s->nq > first)
+		return s->q[s->nq - 1]->no + 1;
+	if (s->cur)
+		return c + 1;
+	if (c != LIST_NO_EPOCH)
+		return c;		/* the epoch awaited */
+	return r->last_no + 1;
+}
+
+/*
  * Place @e (NULL: a begin alone) after the begin of @rep, if any.  The
  * outcome is decided first: a publish refused (stale, queue full) changes
  * nothing, its begin included.
@@ -898,24 +908,22 @@ static int publish_locked(struct lists *l, struct rlist *r, struct epoch *e,
 	if (rep->begin)
 		bno = begin_number(r, rep->begin_epoch != LIST_NO_EPOCH ?
 				   rep->begin_epoch : rep->epoch);
-	if (e && rep->epoch != LIST_NO_EPOCH) {
+	if (e) {
 		shape_of(r, &s);
 		if (rep->begin)
 			shape_begin(r, &s, bno, rep->begin_at);
-		rep->outcome = refusal(&s, rep->epoch, idle);
+		e->no = rep->epoch != LIST_NO_EPOCH ? rep->epoch :
+			unnumbered_no(r, &s);
+		rep->outcome = refusal(&s, e->no, idle);
 		if (rep->outcome != LO_NONE)
 			goto out_refused;
 	}
 	if (rep->begin)
 		rep->begin_epoch = begin(r, bno, rep->begin_at);
-	if (!e) {
+	if (!e)
 		rep->outcome = LO_BEGUN;
-	} else if (rep->epoch == LIST_NO_EPOCH) {
-		rep->outcome = place_unnumbered(r, e);
-	} else {
-		e->no = rep->epoch;
+	else
 		rep->outcome = place_numbered(l, r, e, idle);
-	}
 out_refused:
 	if (rep->outcome == LO_STALE)
 		rc = -ESTALE;

@@ -391,7 +391,8 @@ int manifest_put(FILE *f, const char *path, size_t len,
 	static const char hex[] = "0123456789ABCDEF";
 	size_t i;
 
-	if (len == 0 || len > MANIFEST_PATH_MAX || !a->version[0])
+	if (len == 0 || len > MANIFEST_PATH_MAX || !a->version[0] ||
+	    a->size > NS_SIZE_MAX)
 		return -EINVAL;
 	for (i = 0; a->version[i]; i++)
 		if ((unsigned char)a->version[i] <= 0x20 ||

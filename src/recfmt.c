@@ -176,7 +176,7 @@ int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a)
 	a->checked = (int64_t)get_le(p + 24, 8);
 	/* what a listing or a manifest may give, no more: a damaged record
 	 * must not make a 2^64-byte file (a negative st_size) */
-	if (a->size > NS_SIZE_MAX || a->mtime_nsec >= 1000000000)
+	if (a->size > NS_SIZE_TOO_BIG || a->mtime_nsec >= 1000000000)
 		return -EINVAL;
 	return get_version(p, len, 32, a->version);
 }

@@ -37,12 +37,15 @@ int s3_parse_size(const char *t, size_t len, uint64_t *out)
 
 	if (!len)
 		return -EINVAL;
-	for (i = 0; i < len; i++) {
+	for (i = 0; i < len; i++)
 		if (t[i] < '0' || t[i] > '9')
 			return -EINVAL;
+	for (i = 0; i < len; i++) {
 		v = v * 10 + (uint64_t)(t[i] - '0');
-		if (v > NS_SIZE_MAX)
-			return -EINVAL;
+		if (v > NS_SIZE_MAX) {	/* before it could wrap */
+			*out = NS_SIZE_TOO_BIG;
+			return -EFBIG;
+		}
 	}
 	*out = v;
 	return 0;
@@ -202,8 +205,10 @@ static int end_sub(struct parse *p)
 		p->have_key = true;
 		break;
 	case F_SIZE:
-		if (s3_parse_size(t->p, t->len, &p->a.size))
-			return refuse(p, "a Size that is not a decimal number up to 2^44");
+		/* too large (-EFBIG): listed, its open fails, the listing
+		 * goes on (NS_SIZE_TOO_BIG) */
+		if (t->over || s3_parse_size(t->p, t->len, &p->a.size) == -EINVAL)
+			return refuse(p, "a Size that is not a decimal number");
 		p->have_size = true;
 		break;
 	case F_MTIME:

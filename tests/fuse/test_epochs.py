@@ -105,6 +105,38 @@ def test_drop_last_then_begin_then_queued_head(mounter, small):
     assert m.stats()["lists_published"] == 3
 
 
+def test_unnumbered_lists_one_ahead_queue_in_order(mounter, small, tmp_path):
+    """a loader publishing the next epoch's list without --epoch at the
+    start of each epoch, epochs stopping at 90%: each list is queued after
+    the last one, none replaces an epoch not yet begun; a full queue
+    refuses with a message naming --epoch"""
+    m = mounter()
+    orders = [shuffled(small, i) for i in range(5)]
+
+    def publish(e):
+        lst = tmp_path / f"e{e}.txt"
+        lst.write_text(listing(orders[e]))
+        return run_fusefs("prefetch", m.mnt, f"--list={lst}", "--name=loop")
+
+    assert publish(0).returncode == 0
+    assert publish(1).returncode == 0                   # epoch 0 starts
+    for n in orders[0][:18]:                            # drop_last
+        read_uncached(m.path(n))
+    r = publish(2)                                      # epoch 1 starts
+    assert r.returncode == 0 and "outcome queued" in r.stdout, r.stdout + r.stderr
+    st = status(m, "loop")
+    assert (st["epoch"], st["next_epoch"], st["queued"]) == (0, 1, 2), st
+    read_uncached(m.path(orders[1][0]))                 # epoch 1's head
+    st = status(m, "loop")
+    assert (st["epoch"], st["next_epoch"], st["queued"], st["read"]) == (1, 2, 1, 1), st
+    assert publish(3).returncode == 0                   # epoch 3 queued
+    r = publish(4)                                      # no room: refused
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--epoch" in r.stderr, r.stderr
+    st = status(m, "loop")
+    assert (st["epoch"], st["next_epoch"], st["queued"]) == (1, 2, 2), st
+
+
 def test_resume_and_begin_from_the_cli(mounter, small, tmp_path):
     m = mounter()
     lst = tmp_path / "e3.txt"

@@ -99,10 +99,37 @@ def test_alternating_tokens(tmp_path, srv):
     assert "failed on page 3 after 3 keys" in err, err
 
 
-@pytest.mark.parametrize("mode", ["size_negative", "size_overflow", "size_too_big"])
-def test_bad_sizes_in_a_listing(tmp_path, srv, mode):
-    mount_fails(tmp_path, srv, mode,
-                "a Size that is not a decimal number up to 2^44")
+def test_negative_size_in_a_listing(tmp_path, srv):
+    mount_fails(tmp_path, srv, "size_negative", "a Size that is not a decimal number")
+
+
+@pytest.mark.parametrize("mode", ["size_overflow", "size_too_big"])
+def test_object_over_2_44_bytes_is_one_file_failing_with_efbig(s3mount, srv, mode):
+    """an object listed larger than the cache takes (2^44 bytes) is listed,
+    its open fails with EFBIG, and the rest of the listing is served"""
+    srv.mode = mode
+    m = s3mount()
+    assert sorted(os.listdir(m.mnt)) == ["normal.bin", "z"]
+    assert os.stat(m.path("z")).st_size == 2**44 + 1
+    with pytest.raises(OSError) as e:
+        open(m.path("z"), "rb")
+    assert e.value.errno == errno.EFBIG
+    assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
+    log = m.log()
+    assert "S3 object 'z' is listed larger than 2^44 bytes: its open fails with EFBIG" in log
+    # nothing but listings reached the server for it
+    assert not [p for meth, p, _ in srv.requests if p.endswith("/z")]
+
+
+def test_manifest_create_skips_an_object_over_2_44_bytes(srv):
+    """a manifest holds only what a mount can open: the object is skipped"""
+    srv.mode = "size_too_big"
+    r = run_fusefs("manifest", "create", f"s3://{BUCKET}", "--endpoint", srv.endpoint,
+                   timeout=BOUND, env=CREDS)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert [ln.split("\t")[0] for ln in r.stdout.splitlines()
+            if not ln.startswith("#")] == ["normal.bin"], r.stdout
+    assert "1 files, 1 skipped" in r.stderr, r.stderr
 
 
 def test_crlf_etag_in_a_listing(tmp_path, srv):

@@ -6,7 +6,10 @@ the documented field names of `fusefs stats --json` / `status --json`."""
 import json
 import os
 import re
+import select
 import socket
+import threading
+import time
 import urllib.request
 
 import pytest
@@ -274,3 +277,100 @@ def test_serving_logs_no_error(metered):
     m, port = metered
     fetch(port)
     assert "[error]" not in m.log(), m.log()
+
+
+HANG = 60       # a client's timeout: only a hang fails on it
+
+
+class Slow:
+    """@n connections from @src that send a request's headers one line at
+    a time, a line every 0.5 s, never the blank line that ends them: the
+    way a slow client holds a connection slot against an idle timeout.
+    A connection the server closes or refuses is dropped quietly."""
+
+    def __init__(self, port, n, src="127.0.0.1"):
+        self.socks = []
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", port), timeout=HANG,
+                                         source_address=(src, 0))
+            self.socks.append(s)
+            self.send(s, b"GET /metrics HTTP/1.1\r\n")
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.trickle, daemon=True)
+        self.t.start()
+
+    def send(self, s, data):
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+
+    def trickle(self):
+        while not self.stop.wait(0.5):
+            for s in self.socks:
+                self.send(s, b"X-Slow: 1\r\n")
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+        for s in self.socks:
+            s.close()
+
+
+def scrape_from(port, src):
+    """GET /metrics over a connection from source address @src: the status line"""
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG,
+                                  source_address=(src, 0)) as s:
+        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: fusefs\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return data.split(b"\r\n", 1)[0]
+
+
+def test_slow_clients_do_not_stop_a_scrape(metered):
+    """16 connections trickling headers (the 16 that used to fill every
+    slot) leave room for a scrape, from the same address too"""
+    m, port = metered
+    slow = Slow(port, 16)
+    try:
+        assert scrape_from(port, "127.0.0.1") == b"HTTP/1.1 200 OK"
+        ctype, text = fetch(port)
+        assert "fusefs_build_info" in text
+    finally:
+        slow.close()
+
+
+def test_one_address_cannot_take_every_connection(metered):
+    """64 slow connections from one address (the total bound) get only
+    that address's share: a scrape from another address is served"""
+    m, port = metered
+    slow = Slow(port, 64)
+    try:
+        assert scrape_from(port, "127.0.0.2") == b"HTTP/1.1 200 OK"
+    finally:
+        slow.close()
+
+
+def test_a_client_that_never_ends_its_headers_is_cut_off(metered):
+    """each byte restarts the idle timeout, so the server closes a
+    connection whose request headers are not complete in time (5 s)
+    however steadily it sends; HANG only guards against a hang"""
+    m, port = metered
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\n")
+        end = time.monotonic() + HANG
+        closed = False
+        while not closed and time.monotonic() < end:
+            if select.select([s], [], [], 0.5)[0]:
+                try:
+                    closed = s.recv(4096) == b""
+                except ConnectionResetError:
+                    closed = True
+            else:
+                try:
+                    s.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    closed = True
+        assert closed, f"a connection sending header lines is still open after {HANG} s"
+    assert scrape_from(port, "127.0.0.1") == b"HTTP/1.1 200 OK"

@@ -593,8 +593,9 @@ static void test_advance_on_open(void)
 	CHECK_INT(publish(l, "a", "f4\nf5\n", NULL), ==, 0);
 	CHECK_INT(FILES(l, "a"), ==, 3);
 	CHECK_INT(NEXT(l, "a"), ==, 2);
-	/* ... and the newest queued list wins */
-	CHECK_INT(publish(l, "a", "f6\nf7\nf8\nf9\n", NULL), ==, 0);
+	/* ... and a list with the queued epoch's number replaces it (an
+	 * unnumbered one goes after it: test_unnumbered_one_ahead) */
+	CHECK_INT(publish(l, "a", "# epoch 1\nf6\nf7\nf8\nf9\n", NULL), ==, 0);
 	CHECK_INT(NEXT(l, "a"), ==, 4);
 	lists_note_open(l, F(1), true);
 	lists_note_open(l, F(2), true);
@@ -1161,6 +1162,65 @@ static void test_drop_last_implicit(void)
 	lists_destroy(l);
 }
 
+/*
+ * review: a loader that publishes the next epoch's list without a number
+ * at the start of each epoch (one ahead), with epochs that stop early
+ * (drop_last): an unnumbered list took "current + 1" and replaced the
+ * queue, so epoch 2's list replaced epoch 1's before its reader got
+ * there.  An unnumbered list goes after the last epoch the list knows;
+ * one that finds the queue full is refused (-EBUSY), never placed over
+ * an epoch not yet begun.
+ */
+static void test_unnumbered_one_ahead(void)
+{
+	struct lists *l = lists_create();
+	struct list_report rep;
+
+	lists_set_window(l, 8);
+	CHECK_INT(publish_range(l, "a", "", 0, 100, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_CURRENT);
+	CHECK_INT(publish_range(l, "a", "", 100, 200, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	CHECK_INT(NEXTNO(l, "a"), ==, 1);
+	open_range(l, 0, 90);			/* drop_last: 90 of 100 */
+	/* epoch 1 starts: the loader publishes epoch 2's list first */
+	CHECK_INT(publish_range(l, "a", "", 200, 300, &rep), ==, 0);
+	CHECK_INT(rep.outcome, ==, LO_QUEUED);
+	CHECK_INT(EPOCH(l, "a"), ==, 0);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	CHECK_INT(NEXTNO(l, "a"), ==, 1);
+	CHECK_STR(window(l, 10, 3), "f100 f101 f102");	/* epoch 1 still */
+	/* its reader opens epoch 1's head: epoch 1, epoch 2 queued */
+	lists_note_open(l, F(100), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 1);
+	CHECK_INT(POS(l, "a"), ==, 1);
+	CHECK_INT(NEXTNO(l, "a"), ==, 2);
+	CHECK_INT(NEXT(l, "a"), ==, 100);
+	open_range(l, 101, 190);
+	CHECK_INT(publish_range(l, "a", "", 300, 400, &rep), ==, 0);
+	lists_note_open(l, F(200), true);
+	CHECK_INT(EPOCH(l, "a"), ==, 2);
+	CHECK_INT(NEXTNO(l, "a"), ==, 3);
+	/* a reader that never gets to the queued epochs: the queue fills,
+	 * then a refusal that changes nothing */
+	CHECK_INT(publish_range(l, "a", "", 400, 500, &rep), ==, 0);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	CHECK_INT(publish_range(l, "a", "", 500, 600, &rep), ==, -EBUSY);
+	CHECK_INT(rep.outcome, ==, LO_QUEUE_FULL);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	CHECK_INT(NEXTNO(l, "a"), ==, 3);
+	CHECK_INT(NEXT(l, "a"), ==, 100);
+	CHECK_STR(window(l, 88, 3), "f289 f300 f301");	/* epoch 3 next */
+	/* a begin in the same text: the begun epoch is current, the list
+	 * goes after the last one queued */
+	CHECK_INT(publish_range(l, "a", "# begin\n", 500, 600, &rep), ==, 0);
+	CHECK_INT(rep.begin_epoch, ==, 3);
+	CHECK_INT(EPOCH(l, "a"), ==, 3);
+	CHECK_INT(NEXTNO(l, "a"), ==, 4);
+	CHECK_INT(QUEUED(l, "a"), ==, 2);
+	lists_destroy(l);
+}
+
 /* a crash and a restart mid-epoch, with and without the daemon's memory */
 static void test_resume(void)
 {
@@ -1565,6 +1625,7 @@ int main(void)
 	TEST(test_drop_last_explicit_begin);
 	TEST(test_learned_stop);
 	TEST(test_drop_last_implicit);
+	TEST(test_unnumbered_one_ahead);
 	TEST(test_resume);
 	TEST(test_out_of_order_within_window);
 	TEST(test_out_of_order_outside_window);
