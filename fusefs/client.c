@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -824,10 +825,30 @@ static bool needs_nul_form(int argc, char **argv)
 
 static void pin_failed(const char *what, int rc)
 {
-	if (rc == -EBUSY && !strcmp(what, "evict"))
-		fprintf(stderr, "fusefs: evict: a file asked for is open, so its cached data was not evicted (the daemon's log names it; files not open were evicted): close it and evict again\n");
-	else
-		fprintf(stderr, "fusefs: %s failed: %s\n", what, strerror(-rc));
+	fprintf(stderr, "fusefs: %s failed: %s\n", what, strerror(-rc));
+}
+
+/*
+ * After an evict: a file still open keeps its cached data until its last
+ * close (the daemon evicts it then, and logs its name); say so for each
+ * file named that still has cached bytes.
+ */
+static void evict_deferred(int argc, char **argv)
+{
+	char v[32];
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		ssize_t n = getxattr(argv[i], "user.fusefs.cached", v,
+				     sizeof(v) - 1);
+
+		if (n <= 0)
+			continue;
+		v[n] = '\0';
+		if (strcmp(v, "0"))
+			printf("fusefs: evict: %s is open: its cached data goes at its last close\n",
+			       argv[i]);
+	}
 }
 
 int cmd_pin(int argc, char **argv, const char *what)
@@ -868,6 +889,8 @@ int cmd_pin(int argc, char **argv, const char *what)
 		pin_failed(what, rc);
 		return 1;
 	}
+	if (!strcmp(what, "evict"))
+		evict_deferred(argc, argv);
 	return 0;
 }
 

@@ -258,7 +258,12 @@ uint64_t cache_file_bytes(struct cache *c, uint64_t fid);
 uint32_t cache_file_unverified(struct cache *c, uint64_t fid);
 /* cache_pin() - pin or unpin file @fid (pinned files are never evicted) */
 int cache_pin(struct cache *c, uint64_t fid, bool pin);
-/* cache_evict_file() - drop @fid's cached bytes now; -EBUSY if in use */
+/*
+ * cache_evict_file() - drop @fid's cached bytes now, or, while the file is
+ * open or otherwise in use (a reader, the kernel, the verifier), at the
+ * release of its last reference.  Return: 0 (done, or nothing cached),
+ * 1 (deferred to that release).
+ */
 int cache_evict_file(struct cache *c, uint64_t fid);
 /* cache_set_future() - give the policy the future (lists.h); its
  * functions (policy.h) run under the cache lock */

@@ -493,6 +493,10 @@ static void release_locked(struct cache *c, struct centry *ce,
 	refs_changed_locked(c, ce);
 	if (ce->opens || ce->busy)
 		return;
+	if (ce->evict_asked && !ce->opening && !ce->stale) {
+		evict_locked(c, ce, l);		/* asked while in use */
+		return;
+	}
 	if (!ce->stale && ce->fd >= 0 && c->idle_max) {
 		/* keep the files open for the next user; close the oldest */
 		idle_push_locked(c, ce);
@@ -685,10 +689,12 @@ int cache_evict_file(struct cache *c, uint64_t fid)
 
 	pthread_mutex_lock(&c->lock);
 	v = htab_get(&c->tab, fid);
-	if (v && (v->opens || v->busy || v->opening))
-		rc = -EBUSY;
-	else if (v)
+	if (v && (v->opens || v->busy || v->opening)) {
+		v->evict_asked = true;		/* release_locked() does it */
+		rc = 1;
+	} else if (v) {
 		evict_locked(c, v, &l);
+	}
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
 	return rc;

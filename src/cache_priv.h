@@ -36,6 +36,8 @@ struct centry {
 	bool stale;		/* replaced by a newer version, out of table */
 	bool opening;		/* a thread opens the data files (no lock) */
 	bool on_disk;		/* cache_load: its data file was found */
+	bool evict_asked;	/* evicted at the last release (in use when
+				 * cache_evict_file() asked) */
 	/*
 	 * Its data file was given to the kernel (a passthrough backing
 	 * file): a mapping made through an open of it reads the file after

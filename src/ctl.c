@@ -425,8 +425,8 @@ static void next_path(const char *buf, size_t len, bool nul, size_t *at,
 	*ll = n;
 }
 
-/* log the first few files of @fv refused as open, by their paths */
-static void log_busy(struct ctl *c, const uint64_t *fid, unsigned n)
+/* log the first few files of @fv whose eviction waits for their close */
+static void log_deferred(struct ctl *c, const uint64_t *fid, unsigned n)
 {
 	struct ns *ns = nsmgr_rdlock(c->d.nm);
 	unsigned i;
@@ -435,29 +435,29 @@ static void log_busy(struct ctl *c, const uint64_t *fid, unsigned n)
 		const struct ns_node *node = ns_get(ns, fid[i]);
 
 		if (node)
-			log_warn("control: evict: '%s' is open: not evicted",
+			log_info("control: evict: '%s' is open: evicted at its last close",
 				 str_log(ns_path(ns, node)));
 		else
-			log_warn("control: evict: file %016" PRIx64 " is open: not evicted",
+			log_info("control: evict: file %016" PRIx64 " is open: evicted at its last close",
 				 fid[i]);
 	}
 	nsmgr_unlock(c->d.nm);
 	if (n > 4)
-		log_warn("control: evict: %u more open files not evicted", n - 4);
+		log_info("control: evict: %u more open files evicted at their last close",
+			 n - 4);
 }
 
 /*
  * Paths as next_path() reads them (an empty one or "/" is the root),
  * each file or directory handed to @fn.  Pins are checked whole first
  * (pin_refusal()): a refused request pins nothing (-EINVAL, a log line).
- * An open file is not evicted (cache_evict_file() says -EBUSY); the
- * others are, and the request fails with -EBUSY, so nobody is told
- * "done" for a file still cached.
+ * An open file is evicted at its last close (cache_evict_file() says 1):
+ * the report counts it as deferred and the log names it.
  */
 static int each_path(struct ctl *c, const char *buf, size_t len,
 		     int (*fn)(struct ctl *c, uint64_t fid), char **report)
 {
-	unsigned done = 0, unknown = 0, busy = 0;
+	unsigned done = 0, unknown = 0, deferred = 0;
 	bool root = false, nul = memchr(buf, '\0', len) != NULL;
 	struct fidvec fv = { 0 };
 	const char *why = NULL;
@@ -505,20 +505,20 @@ static int each_path(struct ctl *c, const char *buf, size_t len,
 
 		if (!r)
 			done++;
-		else if (r == -EBUSY)
-			fv.v[busy++] = fv.v[i];	/* i >= busy: kept apart */
+		else if (r == 1)	/* i >= deferred: kept apart */
+			fv.v[deferred++] = fv.v[i];
 	}
-	if (busy)
-		log_busy(c, fv.v, busy);
-	rc = busy ? -EBUSY : done || !unknown ? 0 : -ENOENT;
+	if (deferred)
+		log_deferred(c, fv.v, deferred);
+	rc = done || deferred || !unknown ? 0 : -ENOENT;
 out:
 	f = open_memstream(report, &at);
 	if (f) {
 		if (why)
 			fprintf(f, "refused: %s\n", why);
 		fprintf(f, "files %u\nunknown %u\n", done, unknown);
-		if (busy)
-			fprintf(f, "busy %u\n", busy);
+		if (deferred)
+			fprintf(f, "deferred %u\n", deferred);
 		fclose(f);
 	}
 	free(fv.v);
