@@ -5,22 +5,34 @@ SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
 PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd liburing
-CFLAGS  ?= -O2 -g
-WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
-           $(shell pkg-config --cflags $(PKGS)) $(EXTRA_CFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS)) -llmdb -lrados -lm -pthread
+# CFLAGS, LDFLAGS and LDLIBS are the user's: they add to what the build
+# needs (ALL_*), never replace it, so `make CFLAGS=-O0` still builds.
+# WERROR=1 turns warnings into errors (scripts/test.sh and the suite's
+# targets do; a user's build does not).
+OPT     = -O2
+CFLAGS  ?= $(OPT) -g
+WERROR  ?= $(if $(filter test check tsan fuzz fuzz-smoke,$(MAKECMDGOALS)),1,0)
+export WERROR
+WARN    = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+          -Wformat=2 -Wvla -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror)
+SAN_FLAGS =
 ifeq ($(SAN),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
-LDFLAGS += -fsanitize=address,undefined
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+OPT     = -O1
 BUILD   := build-san
 endif
 # ThreadSanitizer (tests/stress/README.md): the daemon and the unit tests in build-tsan/
 ifeq ($(TSAN),1)
-CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -O1
-LDFLAGS += -fsanitize=thread
+SAN_FLAGS = -fsanitize=thread -fno-omit-frame-pointer
+OPT     = -O1
 BUILD   := build-tsan
 endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+ALL_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
+              $(PKG_CFLAGS) $(SAN_FLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
+ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
+ALL_LDLIBS  = $(PKG_LIBS) -llmdb -lrados -lm -pthread $(LDLIBS)
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log safeopen strsafe bgthread conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
@@ -40,21 +52,21 @@ all: $(BIN) $(TRANSPORT)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(BUILD)/fusefs/manifest_cmd.o $(OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS)
 
 
 $(TRANSPORT): $(BUILD)/bench/fuse_transport.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -luring -pthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -luring -pthread $(LDLIBS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o \
 		$(BUILD)/tests/unit/sigv4_ref.o $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcrypto
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS) -lcrypto
 
 # creds is outside CORE (inih): its test links it and the INI reader
 $(BUILD)/tests/unit/test_creds: $(BUILD)/src/creds.o $(BUILD)/src/cfgfile.o
