@@ -5,22 +5,34 @@ SBINDIR ?= $(PREFIX)/sbin
 BUILD   ?= build
 
 PKGS    = fuse3 libxxhash libcurl libxml-2.0 inih libmicrohttpd zlib libzstd liburing
-CFLAGS  ?= -O2 -g
-WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-CFLAGS  += -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
-           $(shell pkg-config --cflags $(PKGS)) $(EXTRA_CFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS)) -llmdb -lrados -lm -pthread
+# CFLAGS, LDFLAGS and LDLIBS are the user's: they add to what the build
+# needs (ALL_*), never replace it, so `make CFLAGS=-O0` still builds.
+# WERROR=1 turns warnings into errors (scripts/test.sh and the suite's
+# targets do; a user's build does not).
+OPT     = -O2
+CFLAGS  ?= $(OPT) -g
+WERROR  ?= $(if $(filter test check tsan fuzz fuzz-smoke,$(MAKECMDGOALS)),1,0)
+export WERROR
+WARN    = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+          -Wformat=2 -Wvla -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror)
+SAN_FLAGS =
 ifeq ($(SAN),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
-LDFLAGS += -fsanitize=address,undefined
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+OPT     = -O1
 BUILD   := build-san
 endif
 # ThreadSanitizer (tests/stress/README.md): the daemon and the unit tests in build-tsan/
 ifeq ($(TSAN),1)
-CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -O1
-LDFLAGS += -fsanitize=thread
+SAN_FLAGS = -fsanitize=thread -fno-omit-frame-pointer
+OPT     = -O1
 BUILD   := build-tsan
 endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+ALL_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude \
+              $(PKG_CFLAGS) $(SAN_FLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
+ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
+ALL_LDLIBS  = $(PKG_LIBS) -llmdb -lrados -lm -pthread $(LDLIBS)
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log safeopen strsafe bgthread testhook conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
@@ -30,7 +42,10 @@ SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch c
           fs fs_ctl fs_xattr bdi passthrough verifier \
           cfgfile notify metrics metrics_page manifest_src mountsafe
 OBJS    = $(SRCS:%=$(BUILD)/src/%.o)
-CORE_OBJS = $(CORE:%=$(BUILD)/src/%.o)
+# every module but the entry point, in one archive: the unit tests link
+# it, and the linker takes from it only the objects a test needs, so a
+# test that defines a function itself (a fake) keeps its own
+LIB     = $(BUILD)/libfusefs.a
 UNIT    = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 BIN     = $(BUILD)/bin/fusefs
 # a benchmark probe, not part of fusefs: bench/fuse_transport.c
@@ -40,25 +55,26 @@ all: $(BIN) $(TRANSPORT)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
 
 $(BIN): $(BUILD)/fusefs/main.o $(BUILD)/fusefs/client.o $(BUILD)/fusefs/manifest_cmd.o $(OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS)
 
 
 $(TRANSPORT): $(BUILD)/bench/fuse_transport.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -luring -pthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -luring -pthread $(LDLIBS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o \
-		$(BUILD)/tests/unit/sigv4_ref.o $(CORE_OBJS)
+		$(BUILD)/tests/unit/sigv4_ref.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcrypto
-
-# creds is outside CORE (inih): its test links it and the INI reader
-$(BUILD)/tests/unit/test_creds: $(BUILD)/src/creds.o $(BUILD)/src/cfgfile.o
-$(BUILD)/tests/unit/test_cfgfile: $(BUILD)/src/cfgfile.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS) -lcrypto
 
 unit: $(UNIT:%=$(BUILD)/tests/unit/%)
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"; \
@@ -132,7 +148,8 @@ bench-scale: all
 .PHONY: bench-listing bench-scale
 
 # libFuzzer targets (tests/fuzz/README.md): clang with ASan+UBSan, each
-# target linked from its harness and only the modules it exercises
+# target linked from its harness and the fuzz build's archive of the
+# modules the targets exercise (the linker takes only what a target needs)
 FUZZ_CC      ?= clang-14
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 120
@@ -142,31 +159,22 @@ FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                $(shell pkg-config --cflags libxml-2.0 inih libxxhash)
-FUZZ_OBJS_lists   = lists htab pathmap
-FUZZ_OBJS_s3list  = s3list hash
-FUZZ_OBJS_pathmap = pathmap
-FUZZ_OBJS_recfmt  = recfmt hash
-FUZZ_OBJS_cfgfile = cfgfile conf log safeopen bgthread
-FUZZ_OBJS_creds   = creds cfgfile conf log safeopen bgthread
-FUZZ_OBJS_s3sign  = s3sign
-FUZZ_OBJS_manifest = manifest pathmap
-FUZZ_OBJS_nsimage = ns hash htab log safeopen bgthread
-FUZZ_LIBS_s3list  = $(shell pkg-config --libs libxml-2.0 libxxhash)
-FUZZ_LIBS_recfmt  = $(shell pkg-config --libs libxxhash)
-FUZZ_LIBS_cfgfile = $(shell pkg-config --libs inih)
-FUZZ_LIBS_creds   = $(FUZZ_LIBS_cfgfile)
-FUZZ_LIBS_manifest = -lz -lzstd
-FUZZ_LIBS_nsimage = $(shell pkg-config --libs libxxhash)
+FUZZ_CORE    = lists htab pathmap s3list hash recfmt cfgfile conf log safeopen \
+               bgthread creds s3sign manifest ns
+FUZZ_LIB     = $(FUZZ_BUILD)/libfusefs.a
+FUZZ_LIBS    = $(shell pkg-config --libs libxml-2.0 libxxhash inih) -lz -lzstd
 FUZZ_BINS    = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(foreach t,$(FUZZ_TARGETS),$(eval $(FUZZ_BUILD)/fuzz_$(t): \
-	$(FUZZ_BUILD)/tests/fuzz/fuzz_$(t).o $(FUZZ_OBJS_$(t):%=$(FUZZ_BUILD)/src/%.o)))
-$(FUZZ_BUILD)/fuzz_%:
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(FUZZ_LIBS_$*)
+$(FUZZ_LIB): $(FUZZ_CORE:%=$(FUZZ_BUILD)/src/%.o)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(FUZZ_LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 

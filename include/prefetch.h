@@ -35,6 +35,11 @@
 
 struct prefetcher;
 
+/* a round looks at this many files of the windows at most */
+#define PREFETCH_WINDOW_FILES	4096
+/* every PREFETCH_RECHECK_ROUNDS-th round walks the whole window */
+#define PREFETCH_RECHECK_ROUNDS	16
+
 int prefetch_create(struct prefetcher **out, struct lists *l,
 		    struct nsmgr *nm, struct cache *c, struct fetcher *f);
 /*
@@ -48,5 +53,14 @@ void prefetch_destroy(struct prefetcher *p);
 void prefetch_published(struct prefetcher *p);
 /* prefetch_kick() - something changed (a list, a reader's position) */
 void prefetch_kick(struct prefetcher *p);
+
+/* what the rounds did so far: a test seam (tests/unit/test_prefetch.c) */
+struct prefetch_counts {
+	unsigned rounds;	/* rounds run */
+	unsigned full_rounds;	/* of which walked the whole window */
+	unsigned long looked;	/* files looked at by all rounds */
+};
+/* prefetch_counts() - read atomically, any thread; cannot fail */
+void prefetch_counts(struct prefetcher *p, struct prefetch_counts *out);
 
 #endif

@@ -22,6 +22,17 @@ struct opt {
 	enum opt_kind kind;
 	size_t off;		/* offsetof in struct fusefs_conf */
 	unsigned min, max;	/* OPT_UINT bounds */
+	const char *arg;	/* the value's name in --help; NULL: a flag */
+	/*
+	 * The default, in the one place it is written: conf_init() applies
+	 * @def through the option's own parser, --help shows it, and
+	 * tests/fuse/test_docs.py holds the man page and
+	 * docs/configuration.md to it.  @def_text: a default that is not a
+	 * value set here (resolved where it is used: "admin", "mounting
+	 * user"), shown the same way; NULL for both: none worth showing.
+	 */
+	const char *def;
+	const char *def_text;
 	const char *help;
 };
 
@@ -29,132 +40,167 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "cache-dir", OPT_STR, O(cache_dir), 0, 0,
-	  "DIR      local cache directory (required)" },
+	  "DIR", NULL, NULL,
+	  "local cache directory (required)" },
 	{ "cache-size", OPT_SPECIAL, 0, 0, 0,
-	  "SIZE    hard bound on cached bytes, or N% of the cache file system; refused if it cannot fit, the default lowered (default 10G)" },
+	  "SIZE", "10G", NULL,
+	  "hard bound on cached bytes, or N% of the cache file system; refused if it cannot fit, the default lowered" },
 	{ "chunk-size", OPT_SPECIAL, 0, 0, 0,
-	  "SIZE    cache chunk, power of two 1M..16M (default 4M)" },
+	  "SIZE", "4M", NULL,
+	  "cache chunk, power of two 1M..16M" },
 	{ "ceph-conf", OPT_STR, O(ceph_conf), 0, 0,
-	  "FILE     ceph.conf (default: librados search order)" },
+	  "FILE", NULL, "librados search order",
+	  "ceph.conf" },
 	{ "id", OPT_STR, O(ceph_id), 0, 0,
-	  "NAME            Ceph client id (default admin)" },
+	  "NAME", NULL, "admin",
+	  "Ceph client id" },
 	{ "keyring", OPT_STR, O(keyring), 0, 0,
-	  "FILE       Ceph keyring" },
+	  "FILE", NULL, NULL,
+	  "Ceph keyring" },
 	{ "endpoint", OPT_STR, O(s3_endpoint), 0, 0,
-	  "URL        S3 endpoint, e.g. http://rgw:7480 (default $AWS_ENDPOINT_URL)" },
+	  "URL", NULL, "$AWS_ENDPOINT_URL",
+	  "S3 endpoint, e.g. http://rgw:7480" },
 	{ "region", OPT_STR, O(s3_region), 0, 0,
-	  "NAME         S3 signing region (default us-east-1)" },
+	  "NAME", NULL, "us-east-1",
+	  "S3 signing region" },
 	{ "profile", OPT_STR, O(s3_profile), 0, 0,
-	  "NAME        profile in the credentials file" },
+	  "NAME", NULL, NULL,
+	  "profile in the credentials file" },
 	{ "credentials-file", OPT_STR, O(s3_credentials_file), 0, 0,
-	  "FILE ~/.aws/credentials-style file" },
+	  "FILE", NULL, NULL,
+	  "~/.aws/credentials-style file" },
 	{ "ca-file", OPT_STR, O(s3_ca_file), 0, 0,
-	  "FILE        CA bundle for an HTTPS endpoint" },
+	  "FILE", NULL, NULL,
+	  "CA bundle for an HTTPS endpoint" },
 	{ "virtual-host", OPT_FLAG, O(s3_virtual_host), 0, 0,
-	  "         bucket.host addressing (default: path style)" },
+	  NULL, NULL, "path style",
+	  "bucket.host addressing" },
 	{ "uid", OPT_SPECIAL, 0, 0, 0,
-	  "N              owner of every file (default: mounting user)" },
+	  "N", NULL, "mounting user",
+	  "owner of every file" },
 	{ "gid", OPT_SPECIAL, 0, 0, 0,
-	  "N              group of every file (default: mounting group)" },
+	  "N", NULL, "mounting group",
+	  "group of every file" },
 	{ "umask", OPT_SPECIAL, 0, 0, 0,
-	  "OCTAL        masks 0444/0555 modes (default 022)" },
+	  "OCTAL", "022", NULL,
+	  "masks 0444/0555 modes" },
 	{ "allow-other", OPT_FLAG, O(allow_other), 0, 0,
-	  "          let other users see the mount" },
+	  NULL, NULL, NULL,
+	  "let other users see the mount" },
 	{ "nonempty", OPT_FLAG, O(nonempty), 0, 0,
-	  "             allow a mount point that is not empty (hides its contents)" },
+	  NULL, NULL, NULL,
+	  "allow a mount point that is not empty (hides its contents)" },
 	{ "foreground", OPT_FLAG, O(foreground), 0, 0,
-	  "           stay in the foreground (-f)" },
+	  NULL, NULL, NULL,
+	  "stay in the foreground (-f)" },
 	{ "debug-fuse", OPT_FLAG, O(debug_fuse), 0, 0,
-	  "           libfuse request tracing" },
+	  NULL, NULL, NULL,
+	  "libfuse request tracing" },
 	{ "revalidate", OPT_UINT, O(revalidate_s), 0, 86400 * 365,
-	  "SECONDS  trust a file's version this long; then an open re-checks it in the background, 0: every open waits for a re-check (default 60)" },
+	  "SECONDS", "60", NULL,
+	  "trust a file's version this long; then an open re-checks it in the background, 0: every open waits for a re-check" },
 	{ "list-refresh", OPT_UINT, O(list_refresh_s), 0, 86400 * 365,
-	  "SECONDS re-list the backend this often and right after a remount; 0 never by itself (default 300)" },
+	  "SECONDS", "300", NULL,
+	  "re-list the backend this often and right after a remount; 0 never by itself" },
 	{ "manifest", OPT_STR, O(manifest), 0, 0,
-	  "FILE|URL   namespace and pinned versions from a manifest (file, rados://POOL/OBJ or s3://BUCKET/KEY; docs/manifests.md) instead of a listing" },
+	  "FILE|URL", NULL, NULL,
+	  "namespace and pinned versions from a manifest (file, rados://POOL/OBJ or s3://BUCKET/KEY; docs/manifests.md) instead of a listing" },
 	{ "snap", OPT_STR, O(snap), 0, 0,
-	  "NAME           RADOS: read the pool snapshot NAME instead of the live objects" },
+	  "NAME", NULL, NULL,
+	  "RADOS: read the pool snapshot NAME instead of the live objects" },
 	{ "readahead", OPT_UINT, O(readahead), 0, 64,
-	  "CHUNKS    fetched ahead of a sequential reader (default 8)" },
+	  "CHUNKS", "8", NULL,
+	  "fetched ahead of a sequential reader" },
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
-	  "N      backend reads in flight (default 32)" },
+	  "N", "32", NULL,
+	  "backend reads in flight" },
 	{ "ahead-time", OPT_UINT, O(ahead_ms), 0, 60000,
-	  "MS       read-ahead and prefetch in flight: at most what the backend delivers in this time (measured; at least 2 reads, 2 chunks at most); 0: --max-inflight alone (default 50)" },
+	  "MS", "50", NULL,
+	  "read-ahead and prefetch in flight: at most what the backend delivers in this time (measured; at least 2 reads, 2 chunks at most); 0: --max-inflight alone" },
 	{ "verify-depth", OPT_UINT, O(verify_depth), 0, 64,
-	  "N      chunk reads the background verifier keeps in flight after a restart; 0: verify each chunk at its first read (default 8)" },
+	  "N", "8", NULL,
+	  "chunk reads the background verifier keeps in flight after a restart; 0: verify each chunk at its first read" },
 	{ "retries", OPT_UINT, O(retries), 0, 20,
-	  "N           extra attempts after a failed backend read (default 3)" },
+	  "N", "3", NULL,
+	  "extra attempts after a failed backend read" },
 	{ "op-timeout", OPT_UINT, O(op_timeout_s), 1, 3600,
-	  "SECONDS  one backend operation (default 15)" },
+	  "SECONDS", "15", NULL,
+	  "one backend operation" },
 	{ "connect-timeout", OPT_UINT, O(connect_timeout_s), 1, 3600,
-	  "SECONDS connecting at mount (default 15)" },
+	  "SECONDS", "15", NULL,
+	  "connecting at mount" },
 	{ "max-threads", OPT_UINT, O(max_threads), 2, 1024,
-	  "N       FUSE worker threads (default 32)" },
+	  "N", "32", NULL,
+	  "FUSE worker threads" },
 	{ "read-mode", OPT_SPECIAL, 0, 0, 0,
-	  "MODE      cache hits: direct, buffered or splice (default direct)" },
+	  "MODE", "direct", NULL,
+	  "cache hits: direct, buffered or splice" },
 	{ "passthrough", OPT_SPECIAL, 0, 0, 0,
-	  "MODE    auto (complete cached files read by the kernel directly, root only) or off (default auto)" },
+	  "MODE", "auto", NULL,
+	  "auto (complete cached files read by the kernel directly, root only) or off" },
 	{ "evict", OPT_STR, O(evict), 0, 0,
-	  "POLICY        auto (epoch lists, else heat), heat or lru (default auto)" },
+	  "POLICY", "auto", NULL,
+	  "auto (epoch lists, else heat), heat or lru" },
 	{ "heat-half-life", OPT_UINT, O(heat_half_life_s), 1, 0xffffffffU,
-	  "SECONDS heat decays by half in this time (default 604800)" },
+	  "SECONDS", "604800", NULL,
+	  "heat decays by half in this time" },
 	{ "list-idle", OPT_UINT, O(list_idle_s), 0, 86400 * 365,
-	  "SECONDS   an epoch list without opens this long stops holding cache space; 0 never (default 300)" },
+	  "SECONDS", "300", NULL,
+	  "an epoch list without opens this long stops holding cache space; 0 never" },
 	{ "rewarm", OPT_UINT, O(rewarm), 0, 10000000,
-	  "N            at mount, fetch the N hottest uncached files (default 0)" },
+	  "N", "0", NULL,
+	  "at mount, fetch the N hottest uncached files" },
 	{ "log-level", OPT_SPECIAL, 0, 0, 0,
-	  "LEVEL     error, warn, info, debug (default info)" },
+	  "LEVEL", "info", NULL,
+	  "error, warn, info, debug" },
 	{ "syslog", OPT_FLAG, O(log_syslog), 0, 0,
-	  "               log to syslog instead of stderr" },
+	  NULL, NULL, NULL,
+	  "log to syslog instead of stderr" },
 	{ "log-file", OPT_STR, O(log_file), 0, 0,
-	  "FILE       append log lines to FILE; SIGHUP reopens it" },
+	  "FILE", NULL, NULL,
+	  "append log lines to FILE; SIGHUP reopens it" },
 	{ "log-format", OPT_SPECIAL, 0, 0, 0,
-	  "FORMAT   text or json (one object a line) (default text)" },
+	  "FORMAT", "text", NULL,
+	  "text or json (one object a line)" },
 	{ "config", OPT_STR, O(config_file), 0, 0,
-	  "FILE         INI file with a [mount] section; the command line overrides it" },
+	  "FILE", NULL, NULL,
+	  "INI file with a [mount] section; the command line overrides it" },
 	{ "metrics", OPT_STR, O(metrics_addr), 0, 0,
-	  "IP:PORT     Prometheus metrics at http://IP:PORT/metrics (default off)" },
+	  "IP:PORT", NULL, "off",
+	  "Prometheus metrics at http://IP:PORT/metrics" },
 	{ "memory-limit", OPT_SIZE, O(memory_limit), 0, 0,
-	  "SIZE   chunk and control buffers in memory (default 256M)" },
+	  "SIZE", "256M", NULL,
+	  "chunk and control buffers in memory" },
 	{ "control-group", OPT_SPECIAL, 0, 0, 0,
-	  "GROUP may pin, evict, warm and replace others' lists (docs/control-access.md)" },
+	  "GROUP", NULL, "none",
+	  "may pin, evict, warm and replace others' lists (docs/control-access.md)" },
 	{ "user-lists", OPT_UINT, O(user_lists), 1, 4096,
-	  "N        list names each other user may create (default 8)" },
+	  "N", "8", NULL,
+	  "list names each other user may create" },
 	{ "user-buffers", OPT_UINT, O(user_buffers), 1, 1024,
-	  "N      control files each other user may hold open (default 16)" },
+	  "N", "16", NULL,
+	  "control files each other user may hold open" },
 	{ "pin-max", OPT_UINT, O(pin_max_pct), 1, 100,
-	  "PERCENT     largest share of the cache pinned files may take (default 50)" },
+	  "PERCENT", "50", NULL,
+	  "largest share of the cache pinned files may take" },
 };
 
+static int opt_apply(struct fusefs_conf *cf, const struct opt *o,
+		     const char *val);
+
+/* the table's defaults go through the parsers a user's value does */
 void conf_init(struct fusefs_conf *cf)
 {
+	size_t i;
+
 	memset(cf, 0, sizeof(*cf));
-	cf->cache_size = 10ULL << 30;
-	cf->chunk_size = 4U << 20;
+	for (i = 0; i < ARRAY_SIZE(opts); i++)
+		if (opts[i].def)
+			opt_apply(cf, &opts[i], opts[i].def);	/* checked by test_conf */
+	cf->cache_size_given = false;	/* only a user's --cache-size sets it */
 	cf->uid = getuid();
 	cf->gid = getgid();
-	cf->umask = 022;
-	cf->revalidate_s = 60;
-	cf->list_refresh_s = 300;
-	cf->readahead = 8;
-	cf->max_inflight = 32;
-	cf->ahead_ms = 50;
-	cf->verify_depth = 8;
-	cf->retries = 3;
-	cf->op_timeout_s = 15;
-	cf->connect_timeout_s = 15;
-	cf->max_threads = 32;
-	cf->read_mode = READ_DIRECT;
-	cf->passthrough = true;
-	cf->evict = strdup("auto");
-	cf->heat_half_life_s = 7 * 86400;
-	cf->list_idle_s = 300;
-	cf->log_level = LOG_INFO;
-	cf->memory_limit = 256ULL << 20;
 	cf->control_gid = (gid_t)-1;
-	cf->user_lists = 8;
-	cf->user_buffers = 16;
-	cf->pin_max_pct = 50;
 }
 
 void conf_release(struct fusefs_conf *cf)
@@ -539,7 +585,17 @@ void conf_usage(FILE *f)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(opts); i++)
-		fprintf(f, "  --%s %s\n", opts[i].name, opts[i].help);
+	for (i = 0; i < ARRAY_SIZE(opts); i++) {
+		const struct opt *o = &opts[i];
+		const char *def = o->def ? o->def : o->def_text;
+		char head[64];
+
+		snprintf(head, sizeof(head), "--%s%s%s", o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-20s %s", head, o->help);
+		if (def)
+			fprintf(f, " (default %s)", def);
+		fputc('\n', f);
+	}
 	fprintf(f, "Every option also has an -o form: -o cache_dir=DIR,allow_other\n");
 }

@@ -12,7 +12,7 @@
 #include "prefetch.h"
 #include "testhook.h"
 
-#define WINDOW_FILES	4096	/* files looked at per round */
+#define WINDOW_FILES	PREFETCH_WINDOW_FILES
 #define IDLE_MS		200
 /*
  * A round starts at each list's ready mark (lists_window_ahead(): the
@@ -26,7 +26,7 @@
  * from memory or whose fetch failed behind a mark is fetched again).
  */
 #define AHEAD_FILES	256
-#define RECHECK_ROUNDS	16
+#define RECHECK_ROUNDS	PREFETCH_RECHECK_ROUNDS
 /*
  * ... and not sooner than RECHECK_MS after the last full round: rounds
  * follow every open and every finished fetch (thousands a second with
@@ -68,6 +68,13 @@ static void on_done(void *arg, bool stored)
 	if (p->thread)
 		bgthread_wake(p->thread);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void prefetch_counts(struct prefetcher *p, struct prefetch_counts *out)
+{
+	out->rounds = atomic_load(&p->rounds);
+	out->full_rounds = atomic_load(&p->full_rounds);
+	out->looked = atomic_load(&p->looked);
 }
 
 void prefetch_kick(struct prefetcher *p)

@@ -4,6 +4,9 @@
   (packaging/fusefs.8) is one fusefs has: in `fusefs --help` /
   `fusefs mount --help`, or parsed by the subcommands in fusefs/*.c;
   options of other programs are named in FOREIGN, with the program;
+* each option's default, as `fusefs --help` shows it from the one table
+  that sets it (src/conf.c), is the default the man page and
+  docs/configuration.md give;
 * every `fusefs: ...` message quoted in docs/troubleshooting.md is printed
   by the source: its text between placeholders (DIR, NAME, '...', an
   errno text) appears in a string literal of src/ or fusefs/;
@@ -150,6 +153,97 @@ def test_every_option_of_the_program_is_documented():
             if opt not in quoted and opt.replace("-", "_") not in quoted:
                 problems.append(f"{doc}: --{opt} (from fusefs --help) is not documented")
     assert not problems, "\n".join(problems)
+
+
+# ---- defaults: src/conf.c's table, shown by --help, is the one source ------------
+
+def help_defaults():
+    """{option: its default} from `fusefs --help` (conf_usage() prints the
+    table's default of each option that has one)"""
+    opts_part = help_text().split("Options:", 1)[1]
+    out = {}
+    for line in opts_part.splitlines():
+        m = re.match(r"  --([a-z][a-z0-9-]*)\b.*\(default ([^)]*)\)$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def says_default(text, value):
+    """does @text state @value as a default: "Default 8", "Default: the
+    mounting user", "default 10G", or "auto (default)"?"""
+    text = " ".join(text.split())
+    v = re.escape(value)
+    end = r"(?![\w%$-]|\.\w)"
+    return bool(re.search(rf"\bdefault\b:?[^.;]*?(?<![\w$]){v}{end}", text, re.I) or
+                re.search(rf"(?<![\w$]){v}\s*\(default\)", text, re.I))
+
+
+def man_entries(man):
+    """{option: its paragraph} of the man page's OPTIONS section"""
+    sect = man.split(".SH OPTIONS", 1)[1].split("\n.SH ", 1)[0]
+    out = {}
+    for para in re.split(r"^\.(?:TP|SS|PP)\b.*$", sect, flags=re.M):
+        head, _, body = para.strip().partition("\n")
+        for opt in re.findall(r"\\-\\-([a-z][a-z0-9\\-]*)", head):
+            out.setdefault(opt.replace("\\-", "-"), para)
+    return out
+
+
+def man_default_problems(man, defaults):
+    entries = man_entries(man)
+    problems = []
+    for opt, value in sorted(defaults.items()):
+        para = entries.get(opt)
+        if para is None:
+            problems.append(f"packaging/fusefs.8: --{opt} has no paragraph under OPTIONS")
+            continue
+        text = para.replace("\\-", "-")
+        text = re.sub(r"\\f[BIRP]|^\.[A-Z]+ ?", "", text, flags=re.M).replace('"', "")
+        if not says_default(text, value):
+            problems.append(f"packaging/fusefs.8: --{opt}: the default is {value!r} "
+                            f"(src/conf.c, fusefs --help), the page says otherwise or nothing")
+    return problems
+
+
+def config_md_default_problems(doc, defaults):
+    cells = {}
+    for line in doc.splitlines():
+        row = [c.strip() for c in line.split("|")]
+        if len(row) > 4 and line.startswith("| "):
+            for opt in re.findall(r"--([a-z][a-z0-9-]*)", row[1]):
+                cells.setdefault(opt, row[3].replace("`", ""))
+    problems = []
+    for opt, value in sorted(defaults.items()):
+        cell = cells.get(opt)
+        if cell is None:
+            problems.append(f"docs/configuration.md: --{opt} has no table row")
+        elif not re.search(rf"(?<![\w$.]){re.escape(value)}(?![\w.%])", cell):
+            problems.append(f"docs/configuration.md: --{opt}: the default is {value!r} "
+                            f"(src/conf.c, fusefs --help), the table says {cell!r}")
+    return problems
+
+
+def test_defaults_in_the_docs_are_the_programs():
+    defaults = help_defaults()
+    assert {"cache-size": "10G", "readahead": "8", "passthrough": "auto"}.items() <= \
+        defaults.items(), defaults
+    man = open(os.path.join(ROOT, "packaging", "fusefs.8"), encoding="utf-8").read()
+    doc = open(os.path.join(ROOT, "docs", "configuration.md"), encoding="utf-8").read()
+    problems = man_default_problems(man, defaults) + config_md_default_problems(doc, defaults)
+    assert not problems, "\n".join(problems)
+
+
+def test_default_checks_would_catch_a_drift():
+    """the checks above can fail: a default changed in one place only"""
+    defaults = dict(help_defaults(), readahead="16", **{"log-level": "warn"})
+    man = open(os.path.join(ROOT, "packaging", "fusefs.8"), encoding="utf-8").read()
+    doc = open(os.path.join(ROOT, "docs", "configuration.md"), encoding="utf-8").read()
+    for problems in (man_default_problems(man, defaults),
+                     config_md_default_problems(doc, defaults)):
+        assert any("--readahead" in p for p in problems), problems
+        assert any("--log-level" in p for p in problems), problems
+        assert not any("--chunk-size" in p for p in problems), problems
 
 
 # ---- messages --------------------------------------------------------------------

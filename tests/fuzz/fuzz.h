@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz.h - helpers shared by the libFuzzer targets in tests/fuzz/.
- * Header only; every target is one fuzz_NAME.c plus the objects of the
- * modules it exercises (see the Makefile's FUZZ_OBJS_NAME).
+ * Header only; every target is one fuzz_NAME.c linked with the fuzz
+ * build's archive of the parsers' modules (the Makefile's FUZZ_CORE), of
+ * which the linker takes only the modules the target exercises.
  *
  * FUZZ_CHECK() is the "beyond no crash" part: a broken invariant writes
  * one line naming the target, file and line straight to fd 2 (so it is

@@ -4,18 +4,18 @@
  * namespace (nsmgr.c), lists, cache, fetcher and prefetcher thread over
  * the in-memory backend, whose reads of one object can be held.
  *
- * prefetch.c and nsmgr.c are not in the Makefile's CORE (the objects every
- * unit test links), so they are compiled into this test, with a stub for
- * manifest_open() (manifest_src.c needs the real backends) that no test
- * here reaches.
+ * prefetch.c and nsmgr.c come from the library (build/libfusefs.a);
+ * manifest_open() is a fake that no test here reaches, defined here so
+ * that the linker leaves manifest_src.o (the real backends) out.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../../src/nsmgr.c"
-#include "../../src/prefetch.c"
+#include "manifest_src.h"
+#include "nsmgr.h"
+#include "prefetch.h"
 
 #include "cachenv.h"
 
@@ -115,13 +115,28 @@ static void nap(void)
 
 static unsigned rounds(struct penv *p)
 {
-	return atomic_load(&p->pf->rounds);
+	struct prefetch_counts n;
+
+	prefetch_counts(p->pf, &n);
+	return n.rounds;
 }
 
-/* rounds that walked the whole window (RECHECK_ROUNDS, RECHECK_MS) */
+/* rounds that walked the whole window (PREFETCH_RECHECK_ROUNDS, RECHECK_MS) */
 static unsigned full_rounds(struct penv *p)
 {
-	return atomic_load(&p->pf->full_rounds);
+	struct prefetch_counts n;
+
+	prefetch_counts(p->pf, &n);
+	return n.full_rounds;
+}
+
+/* files looked at by all rounds so far */
+static unsigned long looked_at(struct penv *p)
+{
+	struct prefetch_counts n;
+
+	prefetch_counts(p->pf, &n);
+	return n.looked;
 }
 
 /* kick the prefetcher until @n more full rounds ran */
@@ -300,14 +315,14 @@ static void staged_list(struct penv *p, unsigned cached, unsigned listed,
 
 /*
  * A list whose reader has more files on disk ahead of it than a full
- * round looks at (WINDOW_FILES): the rounds from the ready marks walk on
+ * round looks at (PREFETCH_WINDOW_FILES): the rounds from the ready marks walk on
  * past that and stage the misses there; a full round must not drop them
  * as "out of the window" (and the next rounds fetch them again).  4,200
  * files of 4 KiB fill the cache; the 100 after them are staged.
  */
 static void test_staged_past_the_full_window_stay(void)
 {
-	enum { ON_DISK = WINDOW_FILES + 104, LISTED = ON_DISK + 100 };
+	enum { ON_DISK = PREFETCH_WINDOW_FILES + 104, LISTED = ON_DISK + 100 };
 	struct penv p = { 0 };
 	char name[16];
 	unsigned reads;
@@ -351,12 +366,12 @@ static void test_rounds_skip_staged_files(void)
 	reads = mem_reads(p.e.be);
 	start = rounds(&p);
 	full = full_rounds(&p);
-	looked = atomic_load(&p.pf->looked);
+	looked = looked_at(&p);
 	await_full_rounds(&p, 4);
 	nrounds = rounds(&p) - start;
 	full = full_rounds(&p) - full;
-	looked = atomic_load(&p.pf->looked) - looked;
-	CHECK_INT(nrounds, >=, 3 * RECHECK_ROUNDS);	/* between 4 full ones */
+	looked = looked_at(&p) - looked;
+	CHECK_INT(nrounds, >=, 3 * PREFETCH_RECHECK_ROUNDS);	/* between 4 full ones */
 	/* full rounds: all 200 (one may have begun before start); the
 	 * others: the mark's file and one more */
 	CHECK_INT(looked, <=, (full + 1) * LISTED + nrounds * 4);
