@@ -97,9 +97,9 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 /*
  * fetch_set_failure_memory() - how long at most a chunk whose backend
  * read failed after every retry, with a reader waiting, is answered EIO
- * at once (as long as its attempts took, at most 200 ms by default: the
- * kernel asks again at once for the page it needed); forgets the
- * failures seen.
+ * at once (as long as its attempts took, at most @ms: the kernel asks
+ * again at once for the page it needed; off, 0, by default); forgets
+ * the failures seen.
  * For tests.
  */
 void fetch_set_failure_memory(struct fetcher *f, unsigned ms);

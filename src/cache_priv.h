@@ -2,7 +2,9 @@
 /*
  * cache_priv.h - the cache module's own structures, shared by cache.c
  * (entries, chunk states, space) and cache_load.c (start-up: the cache
- * directory, the index, orphan data files).  Nothing else includes it.
+ * directory, the index, orphan data files), and by the cache's other
+ * files (cache_move.c, cache_spare.c, ...) and its unit test; no module
+ * outside the cache includes it.
  */
 #ifndef FUSEFS_CACHE_PRIV_H
 #define FUSEFS_CACHE_PRIV_H

@@ -32,9 +32,7 @@
  * reader still tries them.
  */
 #define FAILED_SLOTS		64
-#define FAILED_MS		0
-/* speculative reads in flight: what the backend delivers in this time */
-#define AHEAD_US		500000	/* off: see docs/reliability.md */
+#define FAILED_MS		0	/* off: see docs/reliability.md */
 
 struct preq;
 
@@ -118,7 +116,10 @@ struct fetcher {
 	/*
 	 * The fetch lock: guards the in-flight table, the chunks in memory,
 	 * the sequential-read state and every waiter list.  Taken before
-	 * the cache lock (cache.h); nothing is called back under it.
+	 * the cache lock (cache.h).  Callbacks (a read's done, on_prefetch,
+	 * on_stale) run with it dropped, but for the wanted hook
+	 * (fetch_set_wanted()), asked under it, which takes only the lists
+	 * lock.
 	 */
 	pthread_mutex_t lock;
 	struct htab tab;		/* chunk_key -> inflight */
@@ -135,7 +136,7 @@ struct fetcher {
 		int64_t until_ms;
 	} failed[FAILED_SLOTS];
 	unsigned failed_next;
-	int64_t failed_ms;		/* FAILED_MS; tests shorten it */
+	int64_t failed_ms;		/* FAILED_MS; tests set it */
 
 	struct membudget *mb;		/* --memory-limit; its lock is a leaf */
 	pthread_mutex_t verify_lock;	/* one verification past the budget */
