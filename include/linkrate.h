@@ -14,7 +14,7 @@
  * two chunks at most: the next read is always queued), counting every
  * read in flight, demand reads too.  Bytes beyond what keeps the link
  * busy only wait in its queue: many short responses at once overflowed
- * the benchmark link's and lost packets (docs/architecture.md).
+ * the benchmark link's and lost packets (docs/benchmarks-epoch.md).
  *
  * The rate: each completed read's bytes per second of its lifetime,
  * times the mean number of reads in flight over that lifetime (reads

@@ -7,7 +7,7 @@
  * (chunkbuf.h: backend reads in flight, read-ahead, chunks kept in memory
  * (verified chunks the verifier hands on included), a reader's chunk
  * verification in fetch.c) and control-file buffers (fs_ctl.c).  What is
- * not charged is the baseline (docs/architecture.md, "Memory"): code,
+ * not charged is the baseline (docs/operations.md, "Memory"): code,
  * libraries, thread stacks, the namespace and cache tables, the per-worker
  * O_DIRECT bounce buffers, the verifier's own read buffers.
  *

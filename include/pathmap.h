@@ -2,7 +2,7 @@
 /*
  * pathmap.h - how backend object names become paths.  Pure functions.
  *
- * Rules (docs/architecture.md, "Name mapping"):
+ * Rules (docs/configuration.md, "Object names and paths"):
  *  - only names below PREFIX/ are shown; PREFIX/ itself is stripped;
  *  - the rest is split on '/'; a name ending in '/' is a directory
  *    marker (an explicit, possibly empty directory);

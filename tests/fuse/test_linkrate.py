@@ -1,5 +1,5 @@
 """The backend's measured rate and the bound it sets on read-ahead and
-prefetch in flight (linkrate.c; docs/architecture.md, "Read-ahead";
+prefetch in flight (linkrate.c, include/linkrate.h;
 --ahead-time): both shown by `fusefs stats` and the metrics page once a
 read completed. Their effect over a slow link is measured by `make
 bench-epoch` (docs/benchmarks-epoch.md) and unit-tested with made-up

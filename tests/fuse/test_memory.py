@@ -2,7 +2,7 @@
 do. A file:// dataset twice the cache, read by 4 readers at once with 4 MiB
 chunks (read-ahead, demand misses, chunks the cache will not keep): the
 daemon's peak RSS (VmHWM) stays under its RSS at mount + the limit + the
-documented slack (docs/architecture.md, "Memory"), every byte is right, and
+documented slack (docs/operations.md, "Memory"), every byte is right, and
 a larger limit serves the same workload."""
 
 import hashlib
