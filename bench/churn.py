@@ -25,7 +25,7 @@ Reported per configuration, over epochs 1.. of all rounds: the daemon's CPU (use
 Markdown table on stdout.
 
 Run as root the mounts use passthrough where the kernel offers it: files read by the
-kernel are *lent* and never become spares (docs/architecture.md, "Spare data files");
+kernel are *lent* and never become spares (docs/architecture.md, "Eviction");
 `--fusefs-args "--passthrough off"` measures the daemon path (a non-root mount).
 `--dir` on another file system (e.g. a journaled ext4) measures that file system.
 """
