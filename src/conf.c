@@ -165,6 +165,7 @@ void conf_release(struct fusefs_conf *cf)
 		if (opts[i].kind == OPT_STR)
 			free(*(char **)((char *)cf + opts[i].off));
 	free(cf->source);
+	free(cf->cache_dir_at);
 	free(cf->mountpoint);
 	free(cf->kernel_opts);
 	free(cf->control_group);
