@@ -82,6 +82,7 @@ struct fusefs_conf {
 	gid_t control_gid;	/* resolved control_group; (gid_t)-1 none */
 	unsigned user_lists;	/* list names per user outside the group */
 	unsigned user_buffers;	/* open control files per such user */
+	unsigned user_opens;	/* open dataset files per such user */
 	unsigned pin_max_pct;	/* a pin request may cover this % of cache */
 };
 

@@ -597,6 +597,34 @@ static void disk_done(uint64_t need)
 	atomic_fetch_sub(&disk_writing, need);
 }
 
+/*
+ * Out of descriptors (EMFILE, ENFILE): close the data files of up to @n
+ * idle entries, oldest first, so that an open in use gets one.  Idle
+ * entries keep theirs only to save the next open an open().  Unlocked.
+ * Return: how many entries were closed.
+ */
+static unsigned shed_idle(struct cache *c, unsigned n)
+{
+	int fds[2 * 64];
+	unsigned i, k = 0;
+
+	n = MIN(n, 64U);
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < n && c->idle_head; i++) {
+		struct centry *ce = c->idle_head;
+
+		idle_unlink_locked(c, ce);
+		fds[k++] = ce->fd;
+		fds[k++] = ce->dfd;
+		ce->fd = ce->dfd = -1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	for (n = 0; n < k; n++)
+		if (fds[n] >= 0)
+			close(fds[n]);
+	return i;
+}
+
 /* open @ce's data file if it is not (a reference is held; unlocked);
  * -errno of the open.  The O_DIRECT one is opened at its first use. */
 static int ensure_files(struct cache *c, struct centry *ce)
@@ -621,6 +649,8 @@ static int ensure_files(struct cache *c, struct centry *ce)
 	if (fresh)
 		spare_take(c, path);
 	fd = cache_data_open(c, path, flags | O_CREAT);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && shed_idle(c, 16))
+		fd = cache_data_open(c, path, flags | O_CREAT);
 	if (fd < 0 && errno == ENOENT) {
 		char *slash = strrchr(path, '/');
 

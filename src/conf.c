@@ -122,6 +122,8 @@ static const struct opt opts[] = {
 	  "N        list names each other user may create (default 8)" },
 	{ "user-buffers", OPT_UINT, O(user_buffers), 1, 1024,
 	  "N      control files each other user may hold open (default 16)" },
+	{ "user-opens", OPT_UINT, O(user_opens), 1, 1000000,
+	  "N        files of the dataset each other user may hold open (default 4096)" },
 	{ "pin-max", OPT_UINT, O(pin_max_pct), 1, 100,
 	  "PERCENT     largest share of the cache pinned files may take (default 50)" },
 };
@@ -154,6 +156,7 @@ void conf_init(struct fusefs_conf *cf)
 	cf->control_gid = (gid_t)-1;
 	cf->user_lists = 8;
 	cf->user_buffers = 16;
+	cf->user_opens = 4096;
 	cf->pin_max_pct = 50;
 }
 
