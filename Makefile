@@ -35,7 +35,7 @@ ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 ALL_LDLIBS  = $(PKG_LIBS) -llmdb -lrados -lm -pthread $(LDLIBS)
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log safeopen strsafe bgthread testhook conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
+CORE    = log safeopen strsafe bgthread testhook openbound conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
           chunkbuf memchunk stageset membudget linkrate cache cache_load cache_spare cache_move fetch \
           s3sign s3list s3walk lists backend_file manifest mountinfo
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
