@@ -499,6 +499,7 @@ static int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "fusefs: cannot open the cache index in %s\n", path);
 		goto out;
 	}
+	meta_count_queued(meta, &st.index_queued);
 	if (check_index(meta, &cf))
 		goto out;
 	if (cache_open(&cache, &cf, meta, &st))
