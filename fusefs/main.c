@@ -329,6 +329,7 @@ static int open_index(struct meta **meta, struct cache **cache,
 				shown, strerror(-rc));
 			return rc;
 		}
+		meta_count_queued(*meta, &st->index_queued);
 		rc = check_index(*meta, cf);
 		if (!rc)
 			rc = cache_open(cache, cf, *meta, st);

@@ -28,6 +28,7 @@
 #ifndef FUSEFS_META_H
 #define FUSEFS_META_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,13 @@ int64_t meta_writer_busy_ms(struct meta *m);
 /* meta_flush() - wait until everything queued so far is committed. */
 int meta_flush(struct meta *m);
 
+/*
+ * meta_count_queued() - keep *@gauge at the number of updates queued and
+ * not committed yet (stats: index_queued); 0 means everything queued so
+ * far is in the index, as after a meta_flush().  Set it before threads
+ * queue; @gauge outlives @m.
+ */
+void meta_count_queued(struct meta *m, _Atomic uint64_t *gauge);
 /* meta_batches() - committed batches so far (tests) */
 uint64_t meta_batches(struct meta *m);
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,7 @@ struct meta {
 	struct op *q, *spare;	/* queue; the array the last batch used */
 	size_t qlen, qcap, spare_cap;
 	uint64_t queued, applied, batches;
+	_Atomic uint64_t *gauge;	/* meta_count_queued(), or NULL */
 	struct bgthread *writer;
 	char *dir, *shown;	/* for LMDB; for messages */
 	/*
@@ -311,6 +313,14 @@ static int apply_batch(struct meta *m, const struct op *ops, size_t n)
 	return write_txn(m, apply_batch_fn, &b);
 }
 
+/* the gauge of updates queued and not committed yet; under m->lock */
+static void gauge_locked(struct meta *m)
+{
+	if (m->gauge)
+		atomic_store_explicit(m->gauge, m->queued - m->applied,
+				      memory_order_relaxed);
+}
+
 /*
  * write_batch() - everything queued so far, in one transaction, applied
  * with the lock dropped (the queue array is swapped with the spare).  Runs
@@ -346,6 +356,7 @@ static size_t write_batch(struct meta *m)
 	m->spare_cap = cap;
 	m->applied = upto;
 	m->batches++;
+	gauge_locked(m);
 	pthread_cond_broadcast(&m->done);
 	pthread_mutex_unlock(&m->lock);
 	return n;
@@ -381,6 +392,7 @@ static void enqueue(struct meta *m, const struct op *o)
 	}
 	m->q[m->qlen++] = *o;
 	m->queued++;
+	gauge_locked(m);
 	kick = m->qlen >= QUEUE_KICK;
 	pthread_mutex_unlock(&m->lock);
 	if (kick)
@@ -436,6 +448,14 @@ int meta_flush(struct meta *m)
 		pthread_cond_wait(&m->done, &m->lock);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
+}
+
+void meta_count_queued(struct meta *m, _Atomic uint64_t *gauge)
+{
+	pthread_mutex_lock(&m->lock);
+	m->gauge = gauge;
+	gauge_locked(m);
+	pthread_mutex_unlock(&m->lock);
 }
 
 uint64_t meta_batches(struct meta *m)
