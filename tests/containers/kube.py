@@ -180,6 +180,39 @@ def write(pod, path):
     return path
 
 
+def run_args(c, hostpaths, skip_volumes=()):
+    """`podman run` options for the container @c of a manifest, for what
+    kube play cannot do (pass a file descriptor): user, capabilities,
+    privilege escalation, privileged, its volume mounts (@hostpaths
+    {volume: host dir}; HostToContainer as rslave, Bidirectional as
+    rshared), and its environment as bare `-e NAME`: podman takes the
+    values from its own environment, so none is on a command line"""
+    sc = c.get("securityContext", {})
+    args = []
+    if "runAsUser" in sc:
+        args += ["--user", f"{sc['runAsUser']}:{sc.get('runAsGroup', sc['runAsUser'])}"]
+    caps = sc.get("capabilities", {})
+    for cap in caps.get("drop", []):
+        args += ["--cap-drop", cap]
+    for cap in caps.get("add", []):
+        args += ["--cap-add", cap]
+    if sc.get("allowPrivilegeEscalation") is False:
+        args += ["--security-opt", "no-new-privileges"]
+    if sc.get("privileged"):
+        args += ["--privileged"]
+    prop = {"HostToContainer": "rslave", "Bidirectional": "rshared"}
+    for m in c.get("volumeMounts", []):
+        if m["name"] in skip_volumes:
+            continue
+        opts = ["ro" if m.get("readOnly") else "rw"]
+        if m.get("mountPropagation") in prop:
+            opts.append(prop[m["mountPropagation"]])
+        args += ["-v", f"{hostpaths[m['name']]}:{m['mountPath']}:{','.join(opts)}"]
+    for e in c.get("env", []):
+        args += ["-e", e["name"]]
+    return args
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

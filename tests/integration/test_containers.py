@@ -180,8 +180,9 @@ def sha(b):
 
 
 def digests(text):
-    """{basename: digest} of sha256sum output"""
-    return {os.path.basename(l.split()[1]): l.split()[0] for l in text.splitlines()}
+    """{basename: digest} of the sha256sum lines in @text"""
+    return {os.path.basename(w[1]): w[0] for w in map(str.split, text.splitlines())
+            if len(w) == 2 and len(w[0]) == 64}
 
 
 SECRETS = kube.load(os.path.join(K8S, "secret-and-config.yaml"))
@@ -322,3 +323,217 @@ def test_training_pod(image, ceph, s3store, tmp_path, shared, pods):
 
 def doc_of(f, kind="Pod", name=None):
     return kube.find(kube.load(os.path.join(K8S, f)), kind, name)
+
+
+# ---- node-daemonset.yaml: one node mount, two training pods --------------------------
+
+def ceph_client_dir(ceph, path):
+    """the ceph-config projected volume: ceph.conf (monitors) and the
+    read-only client's keyring"""
+    from test_deployment import client_conf
+    os.makedirs(os.path.join(path, "keyring"))
+    with open(os.path.join(path, "ceph.conf"), "w") as f:
+        f.write(client_conf(ceph))
+    key = subprocess.run(["ceph-authtool", "--gen-print-key"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    kr = os.path.join(path, "keyring", "ceph.client.fusefs.keyring")
+    fd = os.open(kr, os.O_WRONLY | os.O_CREAT, 0o400)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"[client.fusefs]\n    key = {key}\n")
+    return path
+
+
+def test_node_daemonset_two_pods_one_cache(image, ceph, tmp_path, shared, pods):
+    rng = random.Random(40)
+    files = {f"f{i}": rng.randbytes(200000 + i * 1000) for i in range(6)}
+    ceph.put_many(POOL, {f"cds/train/{k}": v for k, v in files.items()})
+    node = shared("node")                        # /mnt/fusefs on the node
+    os.makedirs(tmp_path / "cache")
+    config_dir(str(tmp_path / "cfg"))
+    ceph_client_dir(ceph, str(tmp_path / "ceph"))
+    docs = kube.load(os.path.join(K8S, "node-daemonset.yaml"))
+    ds = kube.find(docs, "DaemonSet")
+    pod, gaps = kube.derive(
+        ds, name=f"{TAG}-node", images={REG_FUSEFS: image},
+        hostpaths={"node-mounts": node, "cache": str(tmp_path / "cache"),
+                   "fusefs-config": str(tmp_path / "cfg"),
+                   "ceph-config": str(tmp_path / "ceph")},
+        env={"fusefs": {"FUSEFS_SOURCE": f"rados://{POOL}/cds", "FUSEFS_CACHE_SIZE": "1G"}})
+    assert "DaemonSet: its pod template played as a Pod" in gaps
+    name = pods(pod, str(tmp_path / "ds.yaml"))
+    side = f"{name}-fusefs"
+    mnt = "/mnt/fusefs/imagenet"
+    assert wait_for(lambda: podman("exec", side, "fusefs", "stats", mnt,
+                                   check=False).returncode == 0, timeout=120), \
+        podman("logs", side).stderr[-2000:]
+    for probe, argv in kube.probe_commands(ds)["fusefs"].items():
+        r = podman("exec", side, *argv, check=False)
+        assert r.returncode == 0, f"{probe} {argv}: {r.stdout}{r.stderr}"
+
+    # two training pods of different jobs, each its list, one after the other
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    trainer_doc = kube.find(docs, "Pod", "train-on-node-mount")
+    backend = []
+    for job, order in (("joba", sorted(files)), ("jobb", sorted(files, reverse=True))):
+        (lists / f"{job}.txt").write_text("".join(f"train/{f}\n" for f in order))
+        cmd = (f"fusefs prefetch /mnt/data --list /lists/{job}.txt --name {job} --wait "
+               f"--timeout 120 && sha256sum /mnt/data/train/*")
+        tp, _ = kube.derive(trainer_doc, name=f"{TAG}-{job}", images={REG_TRAINER: image},
+                            hostpaths={"dataset": os.path.join(node, "imagenet")},
+                            command={"trainer": ["sh", "-c", cmd]})
+        add_mount(tp, "trainer", "lists", str(lists), "/lists", readOnly=True)
+        tname = pods(tp, str(tmp_path / f"{job}.yaml"))
+        assert wait_exit(f"{tname}-trainer") == 0, podman("logs", f"{tname}-trainer").stderr
+        out = podman("logs", f"{tname}-trainer").stdout
+        assert digests(out) == {k: sha(v) for k, v in files.items()}, out
+        st = dict(l.split() for l in podman("exec", side, "fusefs", "stats",
+                                            mnt).stdout.splitlines())
+        backend.append(int(st["bytes_from_backend"]))
+    status = json.loads(podman("exec", side, "fusefs", "status", mnt, "--json").stdout)
+    names = json.dumps(status)
+    assert '"joba"' in names and '"jobb"' in names, status
+    # one cache: the second job read nothing from the pool
+    assert backend == [sum(map(len, files.values()))] * 2, backend
+
+    podman("pod", "stop", "-t", "60", name)
+    assert state(side) == ("exited", 0), podman("logs", side).stderr[-2000:]
+    assert fuse_mounts_under(node) == []
+
+
+# ---- fd-passing-pod.yaml: fusefs without privilege -----------------------------------
+
+def mount_fuse_fd(mnt, uid, gid):
+    """the privileged side (the CSI driver's part): open /dev/fuse, mount it
+    on @mnt for @uid; returns the fd"""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR)
+    opts = (f"fd={fd},rootmode=40000,user_id={uid},group_id={gid},"
+            "default_permissions,allow_other")
+    if libc.mount(b"fusefs-fd", mnt.encode(), b"fuse.fusefs", 2 | 4 | 1,  # nosuid nodev ro
+                  opts.encode()) != 0:
+        e = ctypes.get_errno()
+        os.close(fd)
+        raise OSError(e, os.strerror(e))
+    return fd
+
+
+def test_fd_passing_pod(image, ceph, s3store, tmp_path, shared):
+    rng = random.Random(41)
+    files = {"x": rng.randbytes(700000), "y": rng.randbytes(3 * MiB)}
+    s3store.put_many({f"cfd/train/{k}": v for k, v in files.items()})
+    doc = doc_of("fd-passing-pod.yaml")
+    fuse_c = next(c for c in doc["spec"]["initContainers"] if c["name"] == "fusefs")
+    trainer_c = doc["spec"]["containers"][0]
+    vol = shared("dataset")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chown(cache, 65534, 65534)                 # the emptyDir, as uid 65534 finds it
+    os.chmod(cache, 0o700)
+    ak, sk = ceph.s3_credentials()
+    # fuse-starter's command: what follows "--", the cluster's values in
+    argv = fuse_c["command"][fuse_c["command"].index("--") + 1:]
+    assert argv[:2] == ["fusefs", "mount"] and argv[3] == "/dev/fd/3", argv
+    argv[2] = f"s3://{BUCKET}/cfd"
+    argv = [a if not a.startswith("--endpoint=") else f"--endpoint={ceph.s3_endpoint}"
+            for a in argv]
+    argv = [a if not a.startswith("--cache-size=") else "--cache-size=1G" for a in argv]
+    # the fusefs container without the dataset volume: podman would stat the
+    # FUSE mount before its daemon runs (the probes are not run here)
+    run = kube.run_args(fuse_c, {"cache": str(cache)},
+                        skip_volumes=("dataset", "fuse-fd-passing"))
+    assert "--privileged" not in run and "--user" in run and "65534:65534" in run
+    fd = mount_fuse_fd(vol, 65534, 65534)
+    ctr = f"{TAG}-fd"
+    try:
+        env = dict(ENV, AWS_ACCESS_KEY_ID=ak, AWS_SECRET_ACCESS_KEY=sk)
+        # the fd as descriptor 3 of podman, passed on to the container;
+        # this process closes its copy, or reads would hang after the daemon
+        subprocess.run(["bash", "-c", f'exec "$@" 3<&{fd} {fd}<&-', "sh", "podman", "run",
+                        "-d", "--name", ctr, "--network", "host", "--preserve-fds", "1",
+                        *run, "--entrypoint", argv[0], image, *argv[1:]],
+                       pass_fds=(fd,), env=env, check=True, capture_output=True, timeout=120)
+    finally:
+        os.close(fd)
+    try:
+        pid = int(podman("inspect", "--format", "{{.State.Pid}}", ctr).stdout)
+        assert wait_for(lambda: os.path.exists(os.path.join(vol, "train")), timeout=60), \
+            podman("logs", ctr).stderr[-2000:]
+        status = open(f"/proc/{pid}/status").read()
+        assert "\nUid:\t65534\t65534\t65534\t65534\n" in status
+        assert "\nCapEff:\t0000000000000000\n" in status, status
+        assert "\nCapPrm:\t0000000000000000\n" in status, status
+        trun = kube.run_args(trainer_c, {"dataset": vol})
+        r = podman("run", "--rm", "--name", f"{ctr}-trainer", "--network", "none", *trun,
+                   BASE, "sh", "-c", "sha256sum /mnt/data/train/*")
+        assert digests(r.stdout) == {k: sha(v) for k, v in files.items()}, r.stdout
+        podman("stop", "-t", "60", ctr)
+        assert state(ctr) == ("exited", 0)
+        log = podman("logs", ctr).stderr
+        assert "passthrough: needs CAP_SYS_ADMIN" in log, log[-2000:]
+        assert sk not in log
+        # the daemon gone: the mount answers ENOTCONN until the privileged side unmounts
+        with pytest.raises(OSError) as e:
+            open(os.path.join(vol, "train", "x"), "rb")
+        assert e.value.errno == 107
+    finally:
+        podman("rm", "-f", ctr, check=False)
+        subprocess.run(["umount", vol], check=False)
+
+
+# ---- a notebook image: uid 1000, fusermount3 from the image --------------------------
+
+NOTEBOOK = r"""
+set -eu
+echo "uid $(id -u)"
+mkdir -p ~/data ~/.cache
+M="fusefs mount rados://fusefs/cnb $HOME/data --cache-dir $HOME/.cache/fusefs --cache-size 1G --ceph-conf $HOME/ceph.conf"
+$M
+grep " $HOME/data " /proc/self/mounts
+sha256sum ~/data/train/*
+fusefs stats ~/data | sed -n 's/^\(misses\|bytes_from_backend\) /first: &/p'
+fusefs umount ~/data
+flock -w 30 ~/.cache/fusefs/lock true
+$M
+sha256sum ~/data/train/* >/dev/null
+fusefs stats ~/data | sed -n 's/^\(misses\|bytes_from_backend\) /second: &/p'
+fusefs umount ~/data
+flock -w 30 ~/.cache/fusefs/lock true
+echo done
+"""
+
+
+def test_notebook_image(image, ceph, tmp_path):
+    from test_deployment import client_conf
+    rng = random.Random(42)
+    files = {"n0": rng.randbytes(400000), "n1": rng.randbytes(90000)}
+    ceph.put_many(POOL, {f"cnb/train/{k}": v for k, v in files.items()})
+    podman("build", "--pull=never", "--build-arg", f"FUSEFS_IMAGE={image}", "-f",
+           os.path.join(ROOT, "tests", "containers", "notebook.Dockerfile"),
+           "-t", NB_IMAGE, os.path.join(ROOT, "tests", "containers"), timeout=600)
+    conf = tmp_path / "ceph.conf"
+    conf.write_text(client_conf(ceph))
+    os.chmod(conf, 0o644)
+    # /dev/fuse as a Debian host's udev makes it (0666): the device node the
+    # container gets has the mode of the one given to --device
+    dev = tmp_path / "fuse"
+    os.mknod(dev, 0o666 | 0o020000, os.makedev(10, 229))
+    os.chmod(dev, 0o666)
+    base = ["run", "--rm", "--network", "host", "--device", f"{dev}:/dev/fuse",
+            "-v", f"{conf}:/home/jovyan/ceph.conf:ro"]
+    r = podman(*base, "--name", f"{TAG}-nb", "--cap-add", "SYS_ADMIN", NB_IMAGE,
+               "bash", "-c", NOTEBOOK, check=False, timeout=300)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "uid 1000\n" in out
+    assert " /home/jovyan/data fuse.fusefs " in out and "user_id=1000" in out, out
+    assert digests(out) == {k: sha(v) for k, v in files.items()}
+    assert "first: misses 0\n" not in out
+    assert "second: misses 0\n" in out and "second: bytes_from_backend 0\n" in out, out
+    # without CAP_SYS_ADMIN in the bounding set fusermount3 cannot mount
+    r = podman(*base, "--name", f"{TAG}-nb2", NB_IMAGE, "bash", "-c",
+               "mkdir -p ~/data ~/.cache; fusefs mount rados://fusefs/cnb ~/data "
+               "--cache-dir ~/.cache/fusefs --ceph-conf ~/ceph.conf", check=False)
+    assert r.returncode != 0
+    assert "fusermount3: mount failed: Operation not permitted" in r.stderr, r.stderr
