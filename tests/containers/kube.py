@@ -32,7 +32,7 @@ in the returned list of gaps):
 
 Usable as a script:
   python3 tests/containers/kube.py MANIFEST [--pod NAME] [--image OLD=NEW]
-      [--hostpath VOLUME=DIR] [--env CONTAINER:NAME=VALUE] > pod.yaml
+      [--hostpath VOLUME=DIR] [--env CONTAINER:NAME=VALUE] [--secrets FILE] > pod.yaml
 """
 
 import copy
@@ -223,6 +223,7 @@ def main(argv):
     ap.add_argument("--image", action="append", default=[])
     ap.add_argument("--hostpath", action="append", default=[])
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--secrets", help="a YAML file with the Secret for secretKeyRef")
     a = ap.parse_args(argv)
     doc = find(load(a.manifest), a.kind, a.name)
     env = {}
@@ -232,7 +233,8 @@ def main(argv):
         env.setdefault(c, {})[k] = v
     pod, gaps = derive(doc, name=a.pod,
                        images=dict(s.split("=", 1) for s in a.image),
-                       hostpaths=dict(s.split("=", 1) for s in a.hostpath), env=env)
+                       hostpaths=dict(s.split("=", 1) for s in a.hostpath), env=env,
+                       secret=find(load(a.secrets), "Secret") if a.secrets else None)
     for g in gaps:
         print("kube.py:", g, file=sys.stderr)
     dump(pod, sys.stdout)
