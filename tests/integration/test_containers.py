@@ -215,7 +215,7 @@ def add_mount(pod, container, name, host, path, **kw):
 # reads on, then reads everything again once the mount answers
 TRAINER_KILL = r"""
 set -u
-M=/mnt/data/imagenet/train S=/sync
+M={mnt}/train S=/sync
 n=0; until [ -e $M/a ]; do sleep 0.2; n=$((n+1)); [ $n -lt 900 ] || exit 11; done
 id -u > $S/uid
 sha256sum $M/a $M/b > $S/first
@@ -231,8 +231,14 @@ mv $S/second.tmp $S/second
 """
 
 
+def training_mountpoint():
+    """where the manifest's sidecar mounts (the trainer sees the same path)"""
+    fuse_c = doc_of("training-pod.yaml")["spec"]["initContainers"][0]
+    return next(e["value"] for e in fuse_c["env"] if e["name"] == "FUSEFS_MOUNTPOINT")
+
+
 def training_pod(name, trainer_cmd, tmp, vol, s3store, ceph, metrics_port):
-    doc = kube.find(kube.load(os.path.join(K8S, "training-pod.yaml")), "Pod")
+    doc = doc_of("training-pod.yaml")
     ak, sk = ceph.s3_credentials()
     pod, gaps = kube.derive(
         doc, name=name, images={REG_FUSEFS: IMAGE, REG_TRAINER: BASE},
@@ -241,7 +247,8 @@ def training_pod(name, trainer_cmd, tmp, vol, s3store, ceph, metrics_port):
         env={"fusefs": {"FUSEFS_SOURCE": f"s3://{BUCKET}/ctrain",
                         "FUSEFS_ENDPOINT": ceph.s3_endpoint, "FUSEFS_CACHE_SIZE": "1G",
                         "FUSEFS_METRICS": f"127.0.0.1:{metrics_port}"}},
-        command={"trainer": ["sh", "-c", trainer_cmd.strip() + "\n"]},
+        command={"trainer": ["sh", "-c",
+                             trainer_cmd.strip().replace("{mnt}", training_mountpoint()) + "\n"]},
         secret=secret_with({"aws_access_key_id": ak, "aws_secret_access_key": sk}))
     add_mount(pod, "trainer", "sync", str(tmp / "sync"), "/sync")
     return pod, gaps
@@ -273,8 +280,8 @@ def test_training_pod(image, ceph, s3store, tmp_path, shared, pods):
     for probe, argv in kube.probe_commands(doc_of("training-pod.yaml"))["fusefs"].items():
         r = podman("exec", side, *argv, check=False)
         assert r.returncode == 0, f"{probe} {argv}: {r.stdout}{r.stderr}"
-    st = json.loads(podman("exec", side, "fusefs", "status", "/mnt/data/imagenet",
-                           "--json").stdout)
+    mnt = training_mountpoint()
+    st = json.loads(podman("exec", side, "fusefs", "status", mnt, "--json").stdout)
     assert st, st
     page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
     assert b"fusefs_" in page
@@ -285,8 +292,9 @@ def test_training_pod(image, ceph, s3store, tmp_path, shared, pods):
     assert wait_exit(side) == 137
     # the killed sidecar's mount is dead on the host (what the restart must fix)
     assert fuse_mounts_under(vol)
+    rel = os.path.relpath(mnt, "/mnt/data")                 # the volume's mountPath
     with pytest.raises(OSError) as e:
-        open(os.path.join(vol, "imagenet", "train", "b"), "rb")
+        open(os.path.join(vol, rel, "train", "b"), "rb")
     assert e.value.errno == 107                             # ENOTCONN
     (sync / "go").touch()
     wait_file(sync / "rc", "the trainer's read after the kill returned")
@@ -305,16 +313,15 @@ def test_training_pod(image, ceph, s3store, tmp_path, shared, pods):
     podman("pod", "rm", name)
 
     # run 2: the same pod again on the same node: every byte from the cache
-    check = ("n=0; until [ -e /mnt/data/imagenet/train/a ]; do sleep 0.2; "
-             "n=$((n+1)); [ $n -lt 900 ] || exit 11; done; "
-             "sha256sum /mnt/data/imagenet/train/*")
+    check = ("n=0; until [ -e {mnt}/train/a ]; do sleep 0.2; "
+             "n=$((n+1)); [ $n -lt 900 ] || exit 11; done; sha256sum {mnt}/train/*")
     pod, _ = training_pod(f"{TAG}-train2", check, tmp_path, vol, s3store, ceph, port)
     name = pods(pod, str(tmp_path / "pod2.yaml"))
     side, trainer = f"{name}-fusefs", f"{name}-trainer"
     assert wait_exit(trainer) == 0
     assert digests(podman("logs", trainer).stdout) == {k: sha(v) for k, v in files.items()}
     st = dict(l.split() for l in podman("exec", side, "fusefs", "stats",
-                                        "/mnt/data/imagenet").stdout.splitlines())
+                                        mnt).stdout.splitlines())
     assert st["bytes_from_backend"] == "0" and st["misses"] == "0", st
     podman("pod", "stop", "-t", "60", name)
     assert state(side) == ("exited", 0)
