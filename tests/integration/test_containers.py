@@ -521,6 +521,14 @@ def test_notebook_image(image, ceph, tmp_path):
     podman("build", "--pull=never", "--build-arg", f"FUSEFS_IMAGE={image}", "-f",
            os.path.join(ROOT, "tests", "containers", "notebook.Dockerfile"),
            "-t", NB_IMAGE, os.path.join(ROOT, "tests", "containers"), timeout=600)
+    try:
+        notebook_runs(files, ceph, tmp_path)
+    finally:
+        podman("rmi", NB_IMAGE, check=False)     # rebuilt by every run: not kept
+
+
+def notebook_runs(files, ceph, tmp_path):
+    from test_deployment import client_conf
     conf = tmp_path / "ceph.conf"
     conf.write_text(client_conf(ceph))
     os.chmod(conf, 0o644)
