@@ -448,9 +448,9 @@ def test_fd_passing_pod(image, ceph, s3store, tmp_path, shared):
     argv = [a if not a.startswith("--endpoint=") else f"--endpoint={ceph.s3_endpoint}"
             for a in argv]
     argv = [a if not a.startswith("--cache-size=") else "--cache-size=1G" for a in argv]
-    # the fusefs container without the dataset volume: podman resolves the
-    # source before the container runs, when nothing serves the mount yet
-    # (untried: a hang); its probes are not run here
+    # the fusefs container without the dataset volume: with it podman run
+    # hangs, looking the FUSE mount up before its daemon runs; its probes
+    # are not run here
     run = kube.run_args(fuse_c, {"cache": str(cache)},
                         skip_volumes=("dataset", "fuse-fd-passing"))
     assert "--privileged" not in run and "--user" in run and "65534:65534" in run
