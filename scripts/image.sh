@@ -64,6 +64,13 @@ make_base localhost/debian:12-slim \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/lintian/*'
 
+old=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 podman build --pull=never --network host -f "$root/packaging/container/Dockerfile" \
     -t "$tag" "$root"
+# the image this tag named before, now untagged: not kept (the build
+# stage stays, as the layer cache; `podman image prune` removes it)
+new=$(podman image inspect --format '{{.Id}}' "$tag")
+if [[ -n $old && $old != "$new" ]]; then
+    podman rmi "$old" >/dev/null 2>&1 || true
+fi
 echo "$tag"
