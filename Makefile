@@ -227,6 +227,22 @@ soak: all
 		--out /tmp/fusefs-soak.json
 .PHONY: faults soak
 
+# the OCI image from this checkout with podman, no registry: Debian 12 bases
+# made by mmdebstrap from the archive, then packaging/container/Dockerfile
+# (scripts/image.sh, docs/kubernetes.md); IMAGE=TAG to name it
+IMAGE           ?= localhost/fusefs:0.1.0
+# podman's settings for a restricted host (what the CI machine needs)
+CONTAINERS_CONF ?= $(CURDIR)/tests/containers/containers.conf
+image:
+	CONTAINERS_CONF=$(CONTAINERS_CONF) scripts/image.sh $(IMAGE)
+
+# the container tests alone (tests/integration/test_containers.py): the image
+# built once, the manifests played with podman on a throwaway Ceph cluster
+containers-test: all
+	CONTAINERS_CONF=$(CONTAINERS_CONF) flock /tmp/fusefs-ceph.lock \
+		tests/run-integration.sh $(BIN) -k test_containers
+.PHONY: image containers-test
+
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs
 	install -d $(DESTDIR)/sbin
