@@ -35,7 +35,7 @@ ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 ALL_LDLIBS  = $(PKG_LIBS) -llmdb -lrados -lm -pthread $(LDLIBS)
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log safeopen strsafe bgthread testhook conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
+CORE    = log safeopen strsafe bgthread testhook openbound conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
           chunkbuf memchunk stageset membudget linkrate cache cache_load cache_spare cache_move fetch \
           s3sign s3list s3walk lists backend_file manifest mountinfo
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
@@ -226,6 +226,22 @@ soak: all
 	/usr/bin/python3 tests/soak/soak.py --bin $(BIN) --minutes $(SOAK_MINUTES) \
 		--out /tmp/fusefs-soak.json
 .PHONY: faults soak
+
+# the OCI image from this checkout with podman, no registry: Debian 12 bases
+# made by mmdebstrap from the archive, then packaging/container/Dockerfile
+# (scripts/image.sh, docs/kubernetes.md); IMAGE=TAG to name it
+IMAGE           ?= localhost/fusefs:0.1.0
+# podman's settings for a restricted host (what the CI machine needs)
+CONTAINERS_CONF ?= $(CURDIR)/tests/containers/containers.conf
+image:
+	CONTAINERS_CONF=$(CONTAINERS_CONF) scripts/image.sh $(IMAGE)
+
+# the container tests alone (tests/integration/test_containers.py): the image
+# built once, the manifests played with podman on a throwaway Ceph cluster
+containers-test: all
+	CONTAINERS_CONF=$(CONTAINERS_CONF) flock /tmp/fusefs-ceph.lock \
+		tests/run-integration.sh $(BIN) -k test_containers
+.PHONY: image containers-test
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/fusefs

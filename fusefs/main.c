@@ -308,6 +308,39 @@ static int check_index(struct meta *m, const struct fusefs_conf *cf)
 	return 0;
 }
 
+/*
+ * The index and the cache loaded from it.  An index that fails a read or
+ * a write on the way (meta_broken(): damage the start-up checks could not
+ * see) is closed, set aside by the next meta_open() and the start made
+ * again, once, with an empty one.  Return: 0 or -errno (message printed).
+ */
+static int open_index(struct meta **meta, struct cache **cache,
+		      struct fusefs_conf *cf, struct stats *st)
+{
+	char path[4096 + 8], shown[4096 + 8];
+	int attempt, rc = -EIO;
+
+	snprintf(path, sizeof(path), "%s/index", cf->cache_dir_at);
+	snprintf(shown, sizeof(shown), "%s/index", cf->cache_dir);
+	for (attempt = 0; attempt < 2; attempt++) {
+		rc = meta_open_named(meta, path, shown, META_MAPSIZE);
+		if (rc) {
+			fprintf(stderr, "fusefs: cannot open the cache index in %s: %s\n",
+				shown, strerror(-rc));
+			return rc;
+		}
+		meta_count_queued(*meta, &st->index_queued);
+		rc = check_index(*meta, cf);
+		if (!rc)
+			rc = cache_open(cache, cf, *meta, st);
+		if (!rc || rc == -EPROTO || !meta_broken(*meta))
+			return rc;
+		meta_close(*meta);
+		*meta = NULL;
+	}
+	return rc;
+}
+
 /* service options refused before going to the background (exit 2) */
 static int check_service_opts(const struct fusefs_conf *cf)
 {
@@ -444,7 +477,7 @@ static int cmd_mount(int argc, char **argv)
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
 	struct service sv = { .cf = &cf };
-	char path[4096];
+	char at[64];
 	int ready_fd = -1, rc;
 
 	conf_init(&cf);
@@ -469,7 +502,8 @@ static int cmd_mount(int argc, char **argv)
 		conf_release(&cf);
 		return 1;
 	}
-	if (cache_check_dir(cf.cache_dir) || mountsafe_cache_size(&cf)) {
+	if (cache_check_dir(cf.cache_dir, at, sizeof(at)) ||
+	    mountsafe_cache_size(&cf)) {
 		conf_release(&cf);
 		return 1;
 	}
@@ -494,14 +528,8 @@ static int cmd_mount(int argc, char **argv)
 	 * daemon: it reopens the log from now on */
 	if (log_catch_sighup())
 		log_warn("cannot catch SIGHUP: it ends the daemon");
-	snprintf(path, sizeof(path), "%s/index", cf.cache_dir);
-	if (meta_open(&meta, path)) {
-		fprintf(stderr, "fusefs: cannot open the cache index in %s\n", path);
-		goto out;
-	}
-	if (check_index(meta, &cf))
-		goto out;
-	if (cache_open(&cache, &cf, meta, &st))
+	cf.cache_dir_at = strdup(at);
+	if (!cf.cache_dir_at || open_index(&meta, &cache, &cf, &st))
 		goto out;
 	notify_sendf("STATUS=connecting to %s", cf.source);
 	if (backend_open(&be, &cf))

@@ -81,10 +81,17 @@ struct heat_row {
  * symlinks) of the same owner.  Call before anything opens files there.
  * On success it also holds the directory's lock (DIR/lock, flock), which
  * cache_open() then keeps: a second daemon stops here, before it reads or
- * changes the index of the first.
- * Return: 0, or -EPERM / -ENOTDIR / -EBUSY / -errno with a message printed.
+ * changes the index of the first.  @dir is opened once (O_DIRECTORY |
+ * O_NOFOLLOW: a symlink is refused, -ELOOP) and checked on that
+ * descriptor, which cache_open() keeps: every file of the cache is then
+ * opened relative to it, never by @dir's name.  @at (@len bytes, may be
+ * NULL) gets a path that reaches the same directory through the held
+ * descriptor ("/proc/self/fd/N"), for what must open by name (LMDB, the
+ * namespace image); @dir itself where /proc is not mounted.
+ * Return: 0, or -EPERM / -ENOTDIR / -ELOOP / -EBUSY / -errno with a
+ * message printed.
  */
-int cache_check_dir(const char *dir);
+int cache_check_dir(const char *dir, char *at, size_t len);
 /* cache_open() - lock @cf->cache_dir, load the index; -errno + message */
 int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	       struct meta *m, struct stats *st);

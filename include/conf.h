@@ -24,6 +24,10 @@ struct fusefs_conf {
 	char *source;		/* rados://pool[/prefix], s3://bucket[/prefix], file:///dir */
 	char *mountpoint;
 	char *cache_dir;
+	/* not an option: @cache_dir through the descriptor that
+	 * cache_check_dir() holds (/proc/self/fd/N), for what opens by name
+	 * (the index, the namespace image); NULL: @cache_dir */
+	char *cache_dir_at;
 	uint64_t cache_size;	/* bytes, hard bound on cached data */
 	unsigned cache_size_pct;/* > 0: --cache-size N%, resolved at mount */
 	bool cache_size_given;	/* --cache-size was set (else the default) */
@@ -78,6 +82,7 @@ struct fusefs_conf {
 	gid_t control_gid;	/* resolved control_group; (gid_t)-1 none */
 	unsigned user_lists;	/* list names per user outside the group */
 	unsigned user_buffers;	/* open control files per such user */
+	unsigned user_opens;	/* open dataset files per such user */
 	unsigned pin_max_pct;	/* a pin request may cover this % of cache */
 };
 

@@ -23,6 +23,7 @@ struct fs {
 	const struct fs_deps *d;
 	struct fuse_session *se;
 	struct passthrough *pt;	/* kernel reads of complete files */
+	struct openbound *ob;	/* other users' open files (openbound.h) */
 	double attr_timeout;	/* files: --revalidate (1 s if 0) */
 	time_t mounted;		/* directories' and control files' times */
 	_Atomic unsigned lookups_now;	/* LOOKUPs being answered */

@@ -28,6 +28,8 @@
 #ifndef FUSEFS_META_H
 #define FUSEFS_META_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +52,23 @@ int meta_open(struct meta **out, const char *dir);
 /* meta_open_sized() - meta_open() with an initial map of @map_start
  * bytes (tests: a tiny map that has to grow). */
 int meta_open_sized(struct meta **out, const char *dir, size_t map_start);
+/*
+ * meta_open_named() - meta_open_sized() of @dir (a path LMDB opens, maybe
+ * through /proc/self/fd), which messages call @shown (the operator's
+ * path).
+ */
+int meta_open_named(struct meta **out, const char *dir, const char *shown,
+		    size_t map_start);
+/*
+ * meta_broken() - has a read or write found the index damaged since it
+ * was opened?  Then (once, with one log line) the directory was marked
+ * (a file "broken" in it, with the reason), every later write is skipped
+ * (-EIO; queued updates are dropped, a namespace rewrite lists into
+ * memory only and its commit fails), and the next meta_open() sets the
+ * directory aside as a damaged one.  Damage is any LMDB failure but a
+ * full disk or map, no memory, or an interrupted call.
+ */
+bool meta_broken(struct meta *m);
 /* meta_close() - apply the queue, sync, close.  NULL is fine. */
 void meta_close(struct meta *m);
 
@@ -101,6 +120,13 @@ int64_t meta_writer_busy_ms(struct meta *m);
 /* meta_flush() - wait until everything queued so far is committed. */
 int meta_flush(struct meta *m);
 
+/*
+ * meta_count_queued() - keep *@gauge at the number of updates queued and
+ * not committed yet (stats: index_queued); 0 means everything queued so
+ * far is in the index, as after a meta_flush().  Set it before threads
+ * queue; @gauge outlives @m.
+ */
+void meta_count_queued(struct meta *m, _Atomic uint64_t *gauge);
 /* meta_batches() - committed batches so far (tests) */
 uint64_t meta_batches(struct meta *m);
 

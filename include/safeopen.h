@@ -19,5 +19,7 @@
  * EPERM (another owner, or writable by others), or open()'s own.
  */
 int safe_open(const char *path, int flags, mode_t mode);
+/* safe_openat() - the same, @path relative to directory @dirfd (openat) */
+int safe_openat(int dirfd, const char *path, int flags, mode_t mode);
 
 #endif

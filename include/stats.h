@@ -60,6 +60,7 @@
 	X(lookups_concurrent_max) /* most LOOKUPs answered at once (a max) */ \
 	X(backend_rate_bytes)	/* the backend's rate, measured (a gauge) */ \
 	X(ahead_bound_bytes)	/* read-ahead/prefetch bound (a gauge) */ \
+	X(index_queued)		/* index updates not committed (a gauge) */ \
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
 	X(backend_read_us_le_4000)					\
 	X(backend_read_us_le_16000)					\

@@ -24,6 +24,7 @@ PKGS=(
   rclone s3fs python3-matplotlib iproute2 e2fsprogs curl
   libssl-dev openssl socat
   python3-seccomp tini               # test_service.py (the unit's sandbox), the container's PID 1
+  podman runc catatonit mmdebstrap uidmap   # make image, tests/integration/test_containers.py
 )
 
 missing=()

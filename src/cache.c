@@ -18,6 +18,7 @@
 #include "cache_priv.h"
 #include "hash.h"
 #include "log.h"
+#include "safeopen.h"
 #include "strsafe.h"
 
 #define HEAT_FLUSH_MS	1000
@@ -68,8 +69,24 @@ void cache_ident(const struct centry *ce, struct cache_ident *out)
 void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		     char *out, size_t len)
 {
-	snprintf(out, len, "%s/data/%02x/%016" PRIx64 "-%016" PRIx64,
-		 c->dir, (unsigned)(fid & 0xff), fid, gen);
+	snprintf(out, len, "data/%02x/%016" PRIx64 "-%016" PRIx64,
+		 (unsigned)(fid & 0xff), fid, gen);
+}
+
+int cache_data_open(struct cache *c, const char *rel, int flags)
+{
+	int fd = safe_openat(c->dirfd, rel, flags, 0600), err;
+
+	if (fd >= 0 || !(flags & O_CREAT) ||
+	    (errno != EMLINK && errno != EINVAL && errno != EPERM &&
+	     errno != ELOOP))
+		return fd;
+	err = errno;
+	log_warn("cache file %s/%s is not a data file of ours (%s): replaced",
+		 c->dir, rel, strerror(err));
+	if (unlinkat(c->dirfd, rel, 0) && errno != ENOENT)
+		return -1;
+	return safe_openat(c->dirfd, rel, flags | O_EXCL, 0600);
 }
 
 static struct centry *centry_new(struct cache *c, uint64_t fid,
@@ -242,8 +259,9 @@ static void later_run(struct cache *c, struct later *l)
 	for (g = l->graves; g; g = g->todo) {
 		cache_data_path(c, g->fid, g->gen, path, sizeof(path));
 		if (!g->keep && !(g->spare && spare_keep(c, path, g->fd)) &&
-		    unlink(path) && errno != ENOENT)
-			log_warn("cannot remove %s: %s", path, strerror(errno));
+		    unlinkat(c->dirfd, path, 0) && errno != ENOENT)
+			log_warn("cannot remove %s/%s: %s", c->dir, path,
+				 strerror(errno));
 		if (g->fd >= 0)
 			close(g->fd);
 		if (g->dfd >= 0)
@@ -316,7 +334,7 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 
 	if (fd < 0) {
 		cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
-		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		fd = cache_data_open(c, path, O_RDWR | O_CLOEXEC);
 	}
 	for (n = ce->nchunks; fd >= 0 && n-- > 0 && freed < bytes;) {
 		uint64_t len;
@@ -583,12 +601,40 @@ static void disk_done(uint64_t need)
 	atomic_fetch_sub(&disk_writing, need);
 }
 
+/*
+ * Out of descriptors (EMFILE, ENFILE): close the data files of up to @n
+ * idle entries, oldest first, so that an open in use gets one.  Idle
+ * entries keep theirs only to save the next open an open().  Unlocked.
+ * Return: how many entries were closed.
+ */
+static unsigned shed_idle(struct cache *c, unsigned n)
+{
+	int fds[2 * 64];
+	unsigned i, k = 0;
+
+	n = MIN(n, 64U);
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < n && c->idle_head; i++) {
+		struct centry *ce = c->idle_head;
+
+		idle_unlink_locked(c, ce);
+		fds[k++] = ce->fd;
+		fds[k++] = ce->dfd;
+		ce->fd = ce->dfd = -1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	for (n = 0; n < k; n++)
+		if (fds[n] >= 0)
+			close(fds[n]);
+	return i;
+}
+
 /* open @ce's data file if it is not (a reference is held; unlocked);
  * -errno of the open.  The O_DIRECT one is opened at its first use. */
 static int ensure_files(struct cache *c, struct centry *ce)
 {
 	char path[PATH_MAX];
-	int fd, err = 0, flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
+	int fd, err = 0, flags = O_RDWR | O_CLOEXEC;
 	bool fresh;
 
 	pthread_mutex_lock(&c->lock);
@@ -606,28 +652,31 @@ static int ensure_files(struct cache *c, struct centry *ce)
 	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
 	if (fresh)
 		spare_take(c, path);
-	fd = open(path, flags | O_CREAT, 0600);
+	fd = cache_data_open(c, path, flags | O_CREAT);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && shed_idle(c, 16))
+		fd = cache_data_open(c, path, flags | O_CREAT);
 	if (fd < 0 && errno == ENOENT) {
 		char *slash = strrchr(path, '/');
 
 		*slash = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST) {
+		if (mkdirat(c->dirfd, path, 0700) && errno != EEXIST) {
 			err = errno;	/* no_space(): the real cause */
 			if (!no_space(err))
-				log_warn("cannot create %s: %s", path,
-					 strerror(err));
+				log_warn("cannot create %s/%s: %s", c->dir,
+					 path, strerror(err));
 		}
 		*slash = '/';
 		if (fresh)
 			spare_take(c, path);
-		fd = open(path, flags | O_CREAT, 0600);
+		fd = cache_data_open(c, path, flags | O_CREAT);
 	}
 	if (fd < 0) {
 		err = errno == ENOENT && no_space(err) ? err : errno;
 		if (no_space(err))
 			log_no_space(c, err);
 		else
-			log_err("cache file %s: %s", path, strerror(err));
+			log_err("cache file %s/%s: %s", c->dir, path,
+				strerror(err));
 	}
 
 	pthread_mutex_lock(&c->lock);
@@ -656,7 +705,7 @@ static int direct_fd(struct cache *c, struct centry *ce)
 	if (fd >= 0)
 		return fd;
 	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+	fd = cache_data_open(c, path, O_RDWR | O_CLOEXEC | O_DIRECT);
 	if (fd < 0)
 		return -1;
 	/* another holder may have opened it meanwhile: one of them stays */
@@ -1529,6 +1578,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	c->st = st;
 	c->chunk_size = cf->chunk_size;
 	c->lock_fd = -1;
+	c->dirfd = -1;
 	c->idle_max = idle_max();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
@@ -1569,6 +1619,8 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 out_free:
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
+	if (c->dirfd >= 0)
+		close(c->dirfd);
 	spares_destroy(c);
 	free_entries(c);
 	policy_release(&c->pol);
@@ -1587,6 +1639,7 @@ void cache_close(struct cache *c)
 	policy_release(&c->pol);
 	spares_destroy(c);
 	close(c->lock_fd);
+	close(c->dirfd);
 	free(c->dir);
 	free(c);
 }

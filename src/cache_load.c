@@ -166,15 +166,21 @@ static void sweep_orphans(struct cache *c)
 	unsigned punched = 0, lost_chunks = 0, lost_files = 0;
 	char path[PATH_MAX];
 	unsigned i;
+	int fd;
 
 	for (i = 0; i < 256; i++) {
 		struct dirent *de;
 		DIR *d;
 
-		snprintf(path, sizeof(path), "%s/data/%02x", c->dir, i);
-		d = opendir(path);
-		if (!d)
+		snprintf(path, sizeof(path), "data/%02x", i);
+		fd = openat(c->dirfd, path, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
 			continue;
+		}
 		while ((de = readdir(d))) {
 			uint64_t fid, gen;
 			struct centry *ce;
@@ -194,7 +200,10 @@ static void sweep_orphans(struct cache *c)
 			ce = htab_get(&c->tab, fid);
 			if (!ce || ce->gen != gen || !ce->used ||
 			    fstatat(dirfd(d), de->d_name, &sb,
-				    AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode)) {
+				    AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode) ||
+			    sb.st_nlink != 1) {
+				/* not ours to trust: a planted link's other
+				 * names stay untouched */
 				unlinkat(dirfd(d), de->d_name, 0);
 				continue;
 			}
@@ -215,18 +224,24 @@ static void sweep_orphans(struct cache *c)
 			 punched + lost_chunks, lost_chunks, lost_files);
 }
 
-/* taken by cache_check_dir(), before anything reads the index; handed to
- * the cache by lock_dir() */
+/*
+ * The cache directory and its lock, opened and taken by cache_check_dir()
+ * before anything reads the index, and kept for the life of the process:
+ * each cache_open() works on duplicates (a start that loads the index
+ * again after setting a damaged one aside opens nothing by name again,
+ * and what /proc/self/fd/N names stays the same directory).
+ */
+static int dir_fd = -1;
 static int dir_lock_fd = -1;
+static char dir_name[PATH_MAX];	/* what they are of */
 
 /* DIR/lock, locked: the fd or -errno (message printed) */
-static int take_lock(const char *dir)
+static int take_lock(int dfd, const char *dir)
 {
-	char path[PATH_MAX];
 	int fd, rc;
 
-	snprintf(path, sizeof(path), "%s/lock", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		    0600);
 	if (fd < 0) {
 		rc = -errno;
 		fprintf(stderr, "fusefs: cannot use cache directory %s: %s\n",
@@ -244,27 +259,29 @@ static int take_lock(const char *dir)
 
 static int lock_dir(struct cache *c)
 {
-	if (dir_lock_fd >= 0) {
-		c->lock_fd = dir_lock_fd;
-		dir_lock_fd = -1;
-		return 0;
+	int rc;
+
+	if (dir_fd < 0 || strcmp(dir_name, c->dir)) {
+		rc = cache_check_dir(c->dir, NULL, 0);
+		if (rc)
+			return rc;
 	}
-	c->lock_fd = take_lock(c->dir);
-	return c->lock_fd < 0 ? c->lock_fd : 0;
+	c->dirfd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+	c->lock_fd = fcntl(dir_lock_fd, F_DUPFD_CLOEXEC, 0);
+	return c->dirfd < 0 || c->lock_fd < 0 ? -errno : 0;
 }
 
-static bool direct_works(const char *dir)
+static bool direct_works(int dfd)
 {
-	char path[PATH_MAX + 32];
+	const char *probe = "data/.direct-probe";
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/.direct-probe", dir);
-	unlink(path);		/* a crashed probe's */
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC |
-		  O_NOFOLLOW, 0600);
+	unlinkat(dfd, probe, 0);	/* a crashed probe's */
+	fd = openat(dfd, probe, O_RDWR | O_CREAT | O_EXCL | O_DIRECT |
+		    O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		close(fd);
-		unlink(path);
+		unlinkat(dfd, probe, 0);
 	}
 	return fd >= 0;
 }
@@ -290,57 +307,85 @@ static int check_one(const char *what, const struct stat *st)
 	return 0;
 }
 
-int cache_check_dir(const char *dir)
+int cache_check_dir(const char *dir, char *at, size_t len)
 {
 	static const char *const subs[] = { "index", "data", "data/spare" };
 	char path[PATH_MAX];
 	struct stat st;
 	size_t i;
-	int rc;
+	int fd, rc;
 
-	if (stat(dir, &st)) {
+	/* opened once, never by its name again: a symlink (or a path
+	 * re-pointed later) cannot send the cache elsewhere */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
 		rc = -errno;
-		fprintf(stderr, "fusefs: cache directory %s: %s\n", dir,
-			strerror(errno));
+		if (errno == ELOOP || (errno == ENOTDIR &&
+		    !lstat(dir, &st) && S_ISLNK(st.st_mode)))
+			fprintf(stderr, "fusefs: cache directory %s is a symlink: refusing it (give the directory itself)\n",
+				dir);
+		else
+			fprintf(stderr, "fusefs: cache directory %s: %s\n",
+				dir, strerror(errno));
 		return rc;
 	}
-	rc = check_one(dir, &st);
+	rc = fstat(fd, &st) ? -errno : check_one(dir, &st);
 	for (i = 0; i < ARRAY_SIZE(subs) && !rc; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, subs[i]);
-		if (lstat(path, &st) == 0)
+		if (fstatat(fd, subs[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
 			rc = check_one(path, &st);
 		else if (errno != ENOENT)
 			rc = -errno;
 	}
-	if (!rc && dir_lock_fd < 0) {
-		rc = take_lock(dir);
-		if (rc >= 0) {
-			dir_lock_fd = rc;
-			rc = 0;
-		}
+	if (!rc && dir_fd >= 0 && strcmp(dir_name, dir)) {
+		/* another directory (unit tests open several): let go */
+		close(dir_fd);
+		close(dir_lock_fd);
+		dir_fd = dir_lock_fd = -1;
 	}
-	return rc;
+	if (rc || dir_fd >= 0) {	/* checked; the lock is ours already */
+		close(fd);
+		if (rc)
+			return rc;
+		fd = dir_fd;
+	} else {
+		rc = take_lock(fd, dir);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+		dir_lock_fd = rc;
+		dir_fd = fd;
+		snprintf(dir_name, sizeof(dir_name), "%s", dir);
+	}
+	if (at && len) {
+		/* a path through the held descriptor, for what opens by name
+		 * (LMDB); the plain path where /proc is not mounted */
+		snprintf(at, len, "/proc/self/fd/%d", fd);
+		if (access(at, X_OK))
+			snprintf(at, len, "%s", dir);
+	}
+	return 0;
 }
 
 int cache_load(struct cache *c, const struct fusefs_conf *cf)
 {
-	char path[PATH_MAX];
-	size_t i;
 	int rc;
 
 	rc = lock_dir(c);
 	if (rc)
 		return rc;
-	snprintf(path, sizeof(path), "%s/data", c->dir);
-	if (mkdir(path, 0700) && errno != EEXIST) {
+	if (mkdirat(c->dirfd, "data", 0700) && errno != EEXIST) {
 		rc = -errno;
-		fprintf(stderr, "fusefs: cannot create %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "fusefs: cannot create %s/data: %s\n", c->dir,
+			strerror(errno));
 		return rc;
 	}
 	spares_init(c);
-	c->direct = cf->read_mode == READ_DIRECT && direct_works(path);
+	c->direct = cf->read_mode == READ_DIRECT && direct_works(c->dirfd);
 	if (cf->read_mode == READ_DIRECT && !c->direct)
-		log_warn("O_DIRECT is not supported in %s: using buffered reads", path);
+		log_warn("O_DIRECT is not supported in %s/data: using buffered reads",
+			 c->dir);
 	rc = meta_files_load(c->meta, load_file, c);
 	if (!rc)
 		rc = meta_chunks_load(c->meta, load_chunk, c);
@@ -351,7 +396,7 @@ int cache_load(struct cache *c, const struct fusefs_conf *cf)
 			strerror(-rc));
 		return rc;
 	}
-	for (i = 0; i < c->tab.cap; i++)
+	for (size_t i = 0; i < c->tab.cap; i++)
 		if (c->tab.slot[i])
 			policy_add(&c->pol, ((struct centry *)c->tab.slot[i])->pn);
 	sweep_orphans(c);

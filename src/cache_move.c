@@ -14,8 +14,8 @@
 void cache_move_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		     char *out, size_t len)
 {
-	snprintf(out, len, "%s/data/%02x/" CACHE_MOVE_PREFIX "%016" PRIx64
-		 "-%016" PRIx64, c->dir, (unsigned)(fid & 0xff), fid, gen);
+	snprintf(out, len, "data/%02x/" CACHE_MOVE_PREFIX "%016" PRIx64
+		 "-%016" PRIx64, (unsigned)(fid & 0xff), fid, gen);
 }
 
 /* @len bytes at @off of @in to the same offset of @out */
@@ -46,11 +46,16 @@ int cache_move_head(struct cache *c, const struct centry *ce, uint32_t end)
 	cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
 	cache_move_path(c, ce->fid, ce->gen, tmp, sizeof(tmp));
 	if (in < 0)
-		in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		in = cache_data_open(c, path, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		   0600);
+	/* a leftover of a crash (or anything planted) goes first */
+	if (unlinkat(c->dirfd, tmp, 0) && errno != ENOENT) {
+		rc = -errno;
+		goto out_in;
+	}
+	out = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+		     O_NOFOLLOW, 0600);
 	if (out < 0) {
 		rc = -errno;
 		goto out_in;
@@ -59,10 +64,10 @@ int cache_move_head(struct cache *c, const struct centry *ce, uint32_t end)
 		if (ce->state[n] == CH_PRESENT || ce->state[n] == CH_UNVERIFIED)
 			rc = copy_range(in, out, (uint64_t)n * c->chunk_size,
 					cache_chunk_len(c, ce, n));
-	if (!rc && rename(tmp, path))
+	if (!rc && renameat(c->dirfd, tmp, c->dirfd, path))
 		rc = -errno;
 	if (rc)
-		unlink(tmp);
+		unlinkat(c->dirfd, tmp, 0);
 	close(out);
 out_in:
 	if (in != ce->fd)

@@ -129,7 +129,10 @@ struct cache {
 	/* constant after cache_open() */
 	struct meta *meta;
 	struct stats *st;
-	char *dir;
+	char *dir;		/* for messages only: nothing opens by it */
+	int dirfd;		/* the cache directory, opened once
+				 * (cache_check_dir()); every file in it is
+				 * opened relative to this, O_NOFOLLOW */
 	int lock_fd;
 	uint32_t chunk_size;
 	bool direct;		/* O_DIRECT usable for the data files */
@@ -149,9 +152,19 @@ void centry_free(struct centry *ce);
 int centry_insert(struct cache *c, uint64_t fid, const char *key,
 		  const char *version, uint64_t size, int64_t mtime,
 		  struct centry **out);
-/* cache_data_path() - the data file of @fid at @gen */
+/* cache_data_path() - the data file of @fid at @gen, relative to
+ * c->dirfd ("data/XX/FID-GEN") */
 void cache_data_path(const struct cache *c, uint64_t fid, uint64_t gen,
 		     char *out, size_t len);
+/*
+ * cache_data_open() - openat(c->dirfd, @rel, @flags | O_NOFOLLOW) of a data
+ * file, which must be a regular file of ours with one link (safe_openat()):
+ * anything else at @rel (a planted hard link, a device, a symlink) is
+ * never written through.  With O_CREAT, such a thing is unlinked (its
+ * other names untouched) and a new empty file created in its place.
+ * Return: the fd, or -1 with errno set.
+ */
+int cache_data_open(struct cache *c, const char *rel, int flags);
 /*
  * A lent entry's tail (cache.h, cache_passthrough_fd()) goes by a move:
  * its kept chunks are copied into DIR/data/XX/CACHE_MOVE_PREFIX<name>,

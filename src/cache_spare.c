@@ -30,7 +30,7 @@
 static void spare_path(const struct cache *c, unsigned slot, char *out,
 		       size_t len)
 {
-	snprintf(out, len, "%s/data/spare/%u", c->dir, slot);
+	snprintf(out, len, "data/spare/%u", slot);
 }
 
 void spares_init(struct cache *c)
@@ -46,14 +46,15 @@ void spares_init(struct cache *c)
 	pthread_mutex_init(&s->lock, NULL);
 	s->nfull = s->nfree = 0;
 	snprintf(path, sizeof(path), "%s/data/spare", c->dir);
-	if (mkdir(path, 0700) && errno != EEXIST) {
+	if (mkdirat(c->dirfd, "data/spare", 0700) && errno != EEXIST) {
 		log_warn("cannot create %s (evicted data files are removed instead): %s",
 			 path, strerror(errno));
 		return;
 	}
 	/* the last run's spares, and anything else in there: they hold no
 	 * cached bytes; a slot whose name cannot go is left out */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(c->dirfd, "data/spare",
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		log_warn("cannot open %s (evicted data files are removed instead): %s",
@@ -112,16 +113,16 @@ bool spare_keep(struct cache *c, const char *path, int fd)
 	if (slot < 0)
 		return false;
 	spare_path(c, (unsigned)slot, sp, sizeof(sp));
-	if (renameat2(AT_FDCWD, path, AT_FDCWD, sp, RENAME_NOREPLACE)) {
+	if (renameat2(c->dirfd, path, c->dirfd, sp, RENAME_NOREPLACE)) {
 		if (errno == EEXIST)		/* not ours: leave the slot out */
 			return false;
 		slot_put(&c->spares, slot, false);
 		return false;
 	}
-	tfd = fd >= 0 ? fd : open(sp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	tfd = fd >= 0 ? fd : cache_data_open(c, sp, O_WRONLY | O_CLOEXEC);
 	if (tfd < 0 || ftruncate(tfd, 0)) {
-		log_warn("cannot empty %s: %s", sp, strerror(errno));
-		if (unlink(sp) == 0 || errno == ENOENT)
+		log_warn("cannot empty %s/%s: %s", c->dir, sp, strerror(errno));
+		if (unlinkat(c->dirfd, sp, 0) == 0 || errno == ENOENT)
 			slot_put(&c->spares, slot, false);
 	} else {
 		slot_put(&c->spares, slot, true);
@@ -140,7 +141,7 @@ bool spare_take(struct cache *c, const char *path)
 	if (slot < 0)
 		return false;
 	spare_path(c, (unsigned)slot, sp, sizeof(sp));
-	if (renameat2(AT_FDCWD, sp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) {
+	if (renameat2(c->dirfd, sp, c->dirfd, path, RENAME_NOREPLACE) == 0) {
 		slot_put(&c->spares, slot, false);
 		stat_inc(c->st, data_files_reused);
 		return true;
@@ -148,11 +149,11 @@ bool spare_take(struct cache *c, const char *path)
 	/* EEXIST: @path is there already; ENOENT: its directory is not
 	 * (yet), or the spare went (someone else's doing) */
 	err = errno;
-	if (err == ENOENT && fstatat(AT_FDCWD, sp, &st, AT_SYMLINK_NOFOLLOW))
+	if (err == ENOENT && fstatat(c->dirfd, sp, &st, AT_SYMLINK_NOFOLLOW))
 		slot_put(&c->spares, slot, false);
 	else if (err == EEXIST || err == ENOENT)
 		slot_put(&c->spares, slot, true);
-	else if (unlink(sp) == 0 || errno == ENOENT)
+	else if (unlinkat(c->dirfd, sp, 0) == 0 || errno == ENOENT)
 		slot_put(&c->spares, slot, false);
 	return false;
 }

@@ -180,6 +180,9 @@ static const struct opt opts[] = {
 	{ "user-buffers", OPT_UINT, O(user_buffers), 1, 1024,
 	  "N", "16", NULL,
 	  "control files each other user may hold open" },
+	{ "user-opens", OPT_UINT, O(user_opens), 1, 1000000,
+	  "N", "4096", NULL,
+	  "files of the dataset each other user may hold open" },
 	{ "pin-max", OPT_UINT, O(pin_max_pct), 1, 100,
 	  "PERCENT", "50", NULL,
 	  "largest share of the cache pinned files may take" },
@@ -211,6 +214,7 @@ void conf_release(struct fusefs_conf *cf)
 		if (opts[i].kind == OPT_STR)
 			free(*(char **)((char *)cf + opts[i].off));
 	free(cf->source);
+	free(cf->cache_dir_at);
 	free(cf->mountpoint);
 	free(cf->kernel_opts);
 	free(cf->control_group);

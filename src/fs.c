@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "fs_internal.h"
 #include "log.h"
 #include "mountsafe.h"
+#include "openbound.h"
 #include "passthrough.h"
 #include "testhook.h"
 
@@ -481,6 +483,27 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
 }
 
 /*
+ * An open file of the dataset (fi->fh): its cache entry, and who opened
+ * it (a RELEASE carries no reliable caller), for openbound_put().
+ */
+struct fs_file {
+	struct centry *ce;
+	uid_t uid;
+};
+
+static struct centry *file_entry(const struct fuse_file_info *fi)
+{
+	return ((struct fs_file *)(uintptr_t)fi->fh)->ce;
+}
+
+/* the handle of an open that ends here: its count and memory */
+static void file_put(struct fs *fs, struct fs_file *ff)
+{
+	openbound_put(fs->ob, ff->uid);
+	free(ff);
+}
+
+/*
  * The rest of an open, once nsmgr says the attributes it has may be used:
  * the cache entry of that version, the reply.  On a worker, or on a
  * re-check thread for a parked open.
@@ -488,6 +511,7 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
 static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 			struct fuse_file_info *fi)
 {
+	struct fs_file *ff;
 	struct centry *ce;
 	struct ns_attr a;
 	bool changed, complete;
@@ -499,13 +523,30 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		fs_reply_err(req, rc);
 		return;
 	}
+	ff = malloc(sizeof(*ff));
+	if (!ff) {
+		free(key);
+		fs_reply_err(req, -ENOMEM);
+		return;
+	}
+	/* before a data file is opened for it: EMFILE leaves the owner's */
+	ff->uid = fuse_req_ctx(req)->uid;
+	rc = openbound_get(fs->ob, ff->uid);
+	if (rc) {
+		free(key);
+		free(ff);
+		fs_reply_errno(req, rc);
+		return;
+	}
 	rc = cache_attach(fs->d->cache, ino, key, &a, &ce, &changed);
 	free(key);
 	if (rc) {
+		file_put(fs, ff);
 		fs_reply_err(req, rc);
 		return;
 	}
-	fi->fh = (uintptr_t)ce;
+	ff->ce = ce;
+	fi->fh = (uintptr_t)ff;
 	/*
 	 * A new version: not keeping the cache drops the kernel's pages of
 	 * the old one.  Its attributes were invalidated by whoever found the
@@ -527,6 +568,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		passthrough_mark_reply(0);
 		passthrough_release(fs->pt, ino);
 		fetch_close(fs->d->fetch, ce);
+		file_put(fs, ff);
 		return;
 	}
 	ctl_note_open(fs->d->ctl, ino, complete);
@@ -639,14 +681,14 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	struct centry *ce = (struct centry *)(uintptr_t)fi->fh;
 	int rc;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_read(req, size, off, fi);
 		return;
 	}
-	rc = fetch_read(fs->d->fetch, ce, off, size, read_done, req);
+	rc = fetch_read(fs->d->fetch, file_entry(fi), off, size, read_done,
+			req);
 	if (rc < 0)
 		fs_reply_err(req, rc);
 }
@@ -661,7 +703,8 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	passthrough_release(fs->pt, ino);
-	fetch_close(fs->d->fetch, (struct centry *)(uintptr_t)fi->fh);
+	fetch_close(fs->d->fetch, file_entry(fi));
+	file_put(fs, (struct fs_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -759,6 +802,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	 * kernel options (conf_set_o()'s 512) */
 	char opts[PATH_MAX + 1024], *real;
 	struct fs fs = { .d = d };
+	struct rlimit rl;
 	bool fd_mount;
 	int rc;
 
@@ -804,6 +848,12 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 		free(real);
 		goto out_signals;
 	}
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		rl.rlim_cur = 1024;
+	fs.ob = openbound_create(cf->user_opens,
+				 openbound_others_max(rl.rlim_cur));
+	if (!fs.ob)
+		goto out_unmount;
 	/* before the loop, so the INIT reply can ask for passthrough */
 	passthrough_setup(&fs.pt, fs.se, cf->passthrough ? PASSTHROUGH_AUTO :
 			  PASSTHROUGH_OFF);
@@ -846,5 +896,6 @@ out_signals:
 out_session:
 	fuse_session_destroy(fs.se);
 	passthrough_destroy(fs.pt);
+	openbound_destroy(fs.ob);
 	return rc;
 }

@@ -6,7 +6,9 @@
 #include <lmdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,8 @@
 #define QUEUE_KICK	4096
 #define NS_BATCH_BYTES	(4U << 20)	/* namespace records per transaction */
 #define NS_SLOT_KEY	"objects_slot"	/* in "meta": "0" or "1" */
+#define BROKEN_MARK	"broken"	/* in the index directory: set aside
+					 * at the next start (the reason) */
 
 /* the two namespace databases: the current one and the one refilled */
 static const char *const ns_db_name[2] = { "objects", "objects.1" };
@@ -59,7 +63,15 @@ struct meta {
 	struct op *q, *spare;	/* queue; the array the last batch used */
 	size_t qlen, qcap, spare_cap;
 	uint64_t queued, applied, batches;
+	_Atomic uint64_t *gauge;	/* meta_count_queued(), or NULL */
 	struct bgthread *writer;
+	char *dir, *shown;	/* for LMDB; for messages */
+	/*
+	 * A read or write found the index damaged: every later write is
+	 * skipped (the daemon serves on from memory and its data files), and
+	 * BROKEN_MARK in the directory has the next start set it aside.
+	 */
+	atomic_bool broken;
 };
 
 /*
@@ -74,6 +86,9 @@ struct meta_ns_txn {
 	uint8_t *buf;		/* records not yet written: key(8) len(4) value */
 	size_t len, cap;
 	uint64_t seq;		/* the last record's key */
+	bool discard;		/* the index broke: records are dropped, the
+				 * commit fails (the listing serves from
+				 * memory) */
 };
 
 static int mdb_err(int rc)
@@ -84,6 +99,51 @@ static int mdb_err(int rc)
 		return -rc;
 	log_err("lmdb: %s", mdb_strerror(rc));
 	return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
+}
+
+/*
+ * Is LMDB code @rc the index's fault?  Not a full disk, not memory, not
+ * a map at its largest: those pass.  The rest (a page that is not one,
+ * EFBIG or EIO on a bogus page number, an environment LMDB gave up on)
+ * means the file cannot be trusted for the next write either.
+ */
+static bool index_damage(int rc)
+{
+	if (rc > 0)
+		return rc != ENOSPC && rc != EDQUOT && rc != ENOMEM &&
+		       rc != EINTR && rc != EAGAIN && rc != EBUSY;
+	return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ||
+	       rc == MDB_INVALID || rc == MDB_PANIC || rc == MDB_BAD_TXN ||
+	       rc == MDB_PAGE_FULL || rc == MDB_VERSION_MISMATCH ||
+	       rc == MDB_INCOMPATIBLE;
+}
+
+/*
+ * note_damage() - LMDB code @rc of a @what on the index: if it is damage,
+ * mark the index broken, once: one log line, and BROKEN_MARK written with
+ * the reason so that the next start sets the directory aside.
+ * Return: @rc.
+ */
+static int note_damage(struct meta *m, int rc, const char *what)
+{
+	char path[PATH_MAX], why[200];
+	int fd, n;
+
+	if (!rc || !index_damage(rc) || atomic_exchange(&m->broken, true))
+		return rc;
+	n = snprintf(why, sizeof(why), "a %s failed while mounted: %s", what,
+		     mdb_strerror(rc));
+	snprintf(path, sizeof(path), "%s/" BROKEN_MARK, m->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0 || write(fd, why, (size_t)MIN(n, (int)sizeof(why) - 1)) < 0)
+		log_warn("cannot mark the cache index %s broken: %s", m->shown,
+			 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	log_err("cache index %s is damaged (%s): index updates are not kept from now on (reads go on as before); it is moved aside and rebuilt at the next start",
+		m->shown, why);
+	return rc;
 }
 
 /*
@@ -154,6 +214,8 @@ static int write_txn(struct meta *m,
 	size_t seen;
 	int rc;
 
+	if (atomic_load(&m->broken))
+		return -EIO;
 	for (;;) {
 		pthread_rwlock_rdlock(&m->map_lock);
 		seen = m->mapsize;
@@ -167,7 +229,7 @@ static int write_txn(struct meta *m,
 		}
 		pthread_rwlock_unlock(&m->map_lock);
 		if (rc != MDB_MAP_FULL && rc != MDB_MAP_RESIZED)
-			return mdb_err(rc);
+			return mdb_err(note_damage(m, rc, "write"));
 		rc = grow_map(m, seen, rc == MDB_MAP_RESIZED);
 		if (rc)
 			return mdb_err(rc);
@@ -251,6 +313,14 @@ static int apply_batch(struct meta *m, const struct op *ops, size_t n)
 	return write_txn(m, apply_batch_fn, &b);
 }
 
+/* the gauge of updates queued and not committed yet; under m->lock */
+static void gauge_locked(struct meta *m)
+{
+	if (m->gauge)
+		atomic_store_explicit(m->gauge, m->queued - m->applied,
+				      memory_order_relaxed);
+}
+
 /*
  * write_batch() - everything queued so far, in one transaction, applied
  * with the lock dropped (the queue array is swapped with the spare).  Runs
@@ -278,7 +348,7 @@ static size_t write_batch(struct meta *m)
 	upto = m->queued;
 	pthread_mutex_unlock(&m->lock);
 
-	if (apply_batch(m, ops, n))
+	if (apply_batch(m, ops, n) && !atomic_load(&m->broken))
 		log_err("index batch of %zu updates lost", n);
 
 	pthread_mutex_lock(&m->lock);
@@ -286,6 +356,7 @@ static size_t write_batch(struct meta *m)
 	m->spare_cap = cap;
 	m->applied = upto;
 	m->batches++;
+	gauge_locked(m);
 	pthread_cond_broadcast(&m->done);
 	pthread_mutex_unlock(&m->lock);
 	return n;
@@ -321,6 +392,7 @@ static void enqueue(struct meta *m, const struct op *o)
 	}
 	m->q[m->qlen++] = *o;
 	m->queued++;
+	gauge_locked(m);
 	kick = m->qlen >= QUEUE_KICK;
 	pthread_mutex_unlock(&m->lock);
 	if (kick)
@@ -376,6 +448,14 @@ int meta_flush(struct meta *m)
 		pthread_cond_wait(&m->done, &m->lock);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
+}
+
+void meta_count_queued(struct meta *m, _Atomic uint64_t *gauge)
+{
+	pthread_mutex_lock(&m->lock);
+	m->gauge = gauge;
+	gauge_locked(m);
+	pthread_mutex_unlock(&m->lock);
 }
 
 uint64_t meta_batches(struct meta *m)
@@ -516,7 +596,32 @@ static uint8_t touch(const MDB_val *v, uint8_t acc)
 	return acc;
 }
 
-static int probe_db(MDB_txn *t, MDB_dbi dbi, uint8_t *acc)
+/*
+ * A free-list record (LMDB's MDB_IDL: a count, then that many page
+ * numbers) whose pages are not pages of the file: LMDB would hand them
+ * to the next write, which then fails (EFBIG at a page number past any
+ * file size) or overwrites a page in use.  The reads never see it.
+ */
+static bool bad_free_list(const MDB_val *v, size_t last_pg)
+{
+	const uint8_t *p = v->mv_data;
+	size_t n, i, pg;
+
+	if (v->mv_size < sizeof(n) || v->mv_size % sizeof(n))
+		return true;
+	memcpy(&n, p, sizeof(n));
+	if (n != v->mv_size / sizeof(n) - 1)
+		return true;
+	for (i = 1; i <= n; i++) {
+		memcpy(&pg, p + i * sizeof(pg), sizeof(pg));
+		if (pg < 2 || pg > last_pg)
+			return true;
+	}
+	return false;
+}
+
+/* read every record of @dbi; the free list's (@dbi 0) are checked too */
+static int probe_db(MDB_txn *t, MDB_dbi dbi, size_t last_pg, uint8_t *acc)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -525,8 +630,13 @@ static int probe_db(MDB_txn *t, MDB_dbi dbi, uint8_t *acc)
 	if (rc)
 		return rc;
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
-	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		*acc = touch(&v, touch(&k, *acc));
+		if (dbi == 0 && bad_free_list(&v, last_pg)) {
+			rc = MDB_CORRUPTED;
+			break;
+		}
+	}
 	mdb_cursor_close(c);
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
@@ -544,6 +654,7 @@ static int probe_env(const char *dir)
 	MDB_cursor *c;
 	MDB_val k, v;
 	MDB_dbi main_dbi, dbi;
+	MDB_envinfo info;
 	uint8_t acc = 0;
 	char name[512];
 	int rc = mdb_env_create(&env);
@@ -553,10 +664,12 @@ static int probe_env(const char *dir)
 	mdb_env_set_maxdbs(env, 16);
 	rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0600);
 	if (!rc)
+		rc = mdb_env_info(env, &info);
+	if (!rc)
 		rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
 	if (rc)
 		goto out;
-	rc = probe_db(t, 0, &acc);		/* FREE_DBI, as mdb_stat -f */
+	rc = probe_db(t, 0, info.me_last_pgno, &acc);	/* FREE_DBI */
 	if (!rc)
 		rc = mdb_dbi_open(t, NULL, 0, &main_dbi);
 	if (!rc)
@@ -572,7 +685,7 @@ static int probe_env(const char *dir)
 		name[k.mv_size] = '\0';
 		rc = mdb_dbi_open(t, name, 0, &dbi);
 		if (!rc)
-			rc = probe_db(t, dbi, &acc);
+			rc = probe_db(t, dbi, info.me_last_pgno, &acc);
 		if (rc)
 			break;
 	}
@@ -681,9 +794,10 @@ static int probe(const char *dir, char *why, size_t len)
  * empty one in its place, with the one log line that says so.
  * Return: 0 or -errno.
  */
-static int set_aside(const char *dir, const char *why)
+static int set_aside(const char *dir, const char *shown, const char *why)
 {
 	char aside[PATH_MAX], ts[32];
+	const char *base, *slash;
 	time_t now = time(NULL);
 	struct tm tm;
 	int i, rc;
@@ -702,11 +816,15 @@ static int set_aside(const char *dir, const char *why)
 	if (rc || mkdir(dir, 0700)) {
 		rc = -errno;
 		log_err("cache index %s is damaged (%s) and cannot be moved aside: %s",
-			dir, why, strerror(-rc));
+			shown, why, strerror(-rc));
 		return rc;
 	}
-	log_err("cache index %s is damaged (%s): moved to %s; starting with an empty index (cached data will be fetched again)",
-		dir, why, aside);
+	/* the new name as the operator knows the directory */
+	base = strrchr(aside, '/');
+	slash = strrchr(shown, '/');
+	log_err("cache index %s is damaged (%s): moved to %.*s%s; starting with an empty index (cached data will be fetched again)",
+		shown, why, slash && base ? (int)(slash - shown) : 0, shown,
+		slash && base ? base : aside);
 	return 0;
 }
 
@@ -764,7 +882,31 @@ out_env:
 	return rc;
 }
 
-int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
+/*
+ * marked_broken() - did a run before this one mark @dir's index broken
+ * (note_damage())?  Return: 1 with the reason in @why, or 0.
+ */
+static int marked_broken(const char *dir, char *why, size_t len)
+{
+	char path[PATH_MAX], buf[200];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" BROKEN_MARK, dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : (snprintf(why, len,
+			"marked broken by an earlier run"), 1);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(why, len, "marked broken by an earlier run: %s",
+		 buf[0] ? buf : "no reason given");
+	return 1;
+}
+
+int meta_open_named(struct meta **out, const char *dir, const char *shown,
+		    size_t map_start)
 {
 	struct meta *m = calloc(1, sizeof(*m));
 	char why[256];
@@ -775,22 +917,30 @@ int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
 	pthread_rwlock_init(&m->map_lock, NULL);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->done, NULL);
+	m->dir = strdup(dir);
+	m->shown = strdup(shown ? shown : dir);
+	if (!m->dir || !m->shown) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		rc = -errno;
 		goto out_free;
 	}
-	rc = check_header(dir, why, sizeof(why));
+	rc = marked_broken(dir, why, sizeof(why));
+	if (rc == 0)
+		rc = check_header(dir, why, sizeof(why));
 	if (rc == 0)
 		rc = probe(dir, why, sizeof(why));
 	if (rc > 0)
-		rc = set_aside(dir, why);
+		rc = set_aside(dir, m->shown, why);
 	if (rc)
 		goto out_free;
 	/* what the checks cannot see, LMDB may still refuse: once more */
 	lrc = env_open(m, dir, map_start);
 	if (lmdb_damage(lrc)) {
 		snprintf(why, sizeof(why), "LMDB: %s", mdb_strerror(lrc));
-		rc = set_aside(dir, why);
+		rc = set_aside(dir, m->shown, why);
 		if (rc)
 			goto out_free;
 		lrc = env_open(m, dir, map_start);
@@ -810,8 +960,20 @@ out_free:
 	pthread_cond_destroy(&m->done);
 	pthread_mutex_destroy(&m->lock);
 	pthread_rwlock_destroy(&m->map_lock);
+	free(m->dir);
+	free(m->shown);
 	free(m);
 	return rc;
+}
+
+int meta_open_sized(struct meta **out, const char *dir, size_t map_start)
+{
+	return meta_open_named(out, dir, dir, map_start);
+}
+
+bool meta_broken(struct meta *m)
+{
+	return atomic_load(&m->broken);
 }
 
 int64_t meta_writer_busy_ms(struct meta *m)
@@ -837,6 +999,8 @@ void meta_close(struct meta *m)
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->done);
 	pthread_rwlock_destroy(&m->map_lock);
+	free(m->dir);
+	free(m->shown);
 	free(m);
 }
 
@@ -848,7 +1012,7 @@ int meta_get_str(struct meta *m, const char *key, char *buf, size_t len)
 
 	rc = read_begin(m, &t);
 	if (rc)
-		return mdb_err(rc);
+		return mdb_err(note_damage(m, rc, "read"));
 	rc = mdb_get(t, m->dbi_meta, &k, &v);
 	if (!rc) {
 		size_t n = MIN(v.mv_size, len - 1);
@@ -857,7 +1021,8 @@ int meta_get_str(struct meta *m, const char *key, char *buf, size_t len)
 		buf[n] = '\0';
 	}
 	read_end(m, t);
-	return rc == MDB_NOTFOUND ? -ENOENT : mdb_err(rc);
+	return rc == MDB_NOTFOUND ? -ENOENT :
+	       mdb_err(note_damage(m, rc, "read"));
 }
 
 struct put_str {
@@ -950,8 +1115,12 @@ static int ns_flush(struct meta_ns_txn *t)
 
 	if (!t->len)
 		return 0;
-	rc = write_txn(t->m, ns_write_fn, t);
+	rc = t->discard ? 0 : write_txn(t->m, ns_write_fn, t);
 	t->len = 0;
+	if (rc && atomic_load(&t->m->broken)) {
+		t->discard = true;	/* the listing goes on, unstored */
+		rc = 0;
+	}
 	return rc;
 }
 
@@ -982,6 +1151,10 @@ int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
 	t->m = m;
 	t->slot = !ns_current(m);
 	rc = write_txn(m, ns_clear_fn, t);
+	if (rc && atomic_load(&m->broken)) {
+		t->discard = true;	/* list all the same, store nothing */
+		rc = 0;
+	}
 	if (rc) {
 		ns_free(t);
 		return rc;
@@ -1035,7 +1208,7 @@ int meta_ns_commit(struct meta_ns_txn *t)
 	int rc = ns_flush(t);
 
 	if (!rc)
-		rc = write_txn(t->m, ns_flip_fn, t);
+		rc = t->discard ? -EIO : write_txn(t->m, ns_flip_fn, t);
 	ns_free(t);
 	return rc;
 }
@@ -1057,11 +1230,11 @@ static int walk(struct meta *m, MDB_dbi dbi,
 
 	rc = read_begin(m, &t);
 	if (rc)
-		return mdb_err(rc);
+		return mdb_err(note_damage(m, rc, "read"));
 	rc = mdb_cursor_open(t, dbi, &c);
 	if (rc) {
 		read_end(m, t);
-		return mdb_err(rc);
+		return mdb_err(note_damage(m, rc, "read"));
 	}
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -1076,7 +1249,7 @@ static int walk(struct meta *m, MDB_dbi dbi,
 	read_end(m, t);
 	if (rc == MDB_NOTFOUND)
 		return 0;
-	return rc < 0 && rc > -4096 ? rc : mdb_err(rc);
+	return rc < 0 && rc > -4096 ? rc : mdb_err(note_damage(m, rc, "read"));
 }
 
 struct load_ctx {

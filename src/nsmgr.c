@@ -192,8 +192,10 @@ static char *image_path(const struct nsmgr *nm)
 {
 	char *p;
 
-	if (!nm->cf->cache_dir ||
-	    asprintf(&p, "%s/" NSMGR_IMAGE, nm->cf->cache_dir) < 0)
+	const char *dir = nm->cf->cache_dir_at ? nm->cf->cache_dir_at :
+			  nm->cf->cache_dir;
+
+	if (!dir || asprintf(&p, "%s/" NSMGR_IMAGE, dir) < 0)
 		return NULL;
 	return p;
 }

@@ -9,7 +9,12 @@
 
 int safe_open(const char *path, int flags, mode_t mode)
 {
-	int fd = open(path, flags | O_NOFOLLOW, mode), err;
+	return safe_openat(AT_FDCWD, path, flags, mode);
+}
+
+int safe_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = openat(dirfd, path, flags | O_NOFOLLOW, mode), err;
 	struct stat st;
 
 	if (fd < 0)

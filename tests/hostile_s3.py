@@ -24,12 +24,17 @@ BUCKET = "bucket"
 ETAG = '"0123456789abcdef0123456789abcdef"'
 OBJECTS = {"normal.bin": random.Random(1).randbytes(3 * 1024 * 1024 + 17)}
 HUGE = 256 << 20                # bytes of the huge page
-# listed only in the "trickle" mode, whose GETs of it trickle
+# listed only in the "trickle" and "slow_steady" modes, whose GETs of it
+# trickle or come slowly
 TRICKLE_KEY = "slow.bin"
-TRICKLE_DATA = random.Random(2).randbytes(256 * 1024)
+# 1 MiB: a client's limit for the whole transfer of it (fusefs: op_timeout
+# + 16 s) is longer than TRICKLE_MAX, so only a stall limit can end it
+# with a timeout
+TRICKLE_DATA = random.Random(2).randbytes(1024 * 1024)
 TRICKLE_BPS = 2                 # bytes a second after the headers
 TRICKLE_MAX = 15                # then the connection is closed (an unfixed
                                 # client must not hold a test up for hours)
+STEADY_DATA = random.Random(3).randbytes(256 * 1024)
 STEADY_BPS = 80 * 1024          # "slow_steady": slow but steady, 3.2 s for it
 
 MODES = {
@@ -39,8 +44,9 @@ MODES = {
     "trickle": f"one more object, {TRICKLE_KEY}, whose GETs answer 206 at once, then "
                f"{TRICKLE_BPS} bytes a second (for at most {TRICKLE_MAX} s, then the "
                "connection is closed); the rest as normal",
-    "slow_steady": f"one more object, {TRICKLE_KEY}, whose GETs come at a steady "
-                   f"{STEADY_BPS >> 10} KiB/s (a shared slow link); the rest as normal",
+    "slow_steady": f"one more object, {TRICKLE_KEY} ({len(STEADY_DATA) >> 10} KiB), whose "
+                   f"GETs come at a steady {STEADY_BPS >> 10} KiB/s (a shared slow link); "
+                   "the rest as normal",
     "fresh_tokens": "every page empty, truncated, with a token never seen before",
     "fresh_tokens_same_keys": "every page the same keys under a fresh token",
     "alternating_tokens": "tokens A, B, A, ... with new keys on each page",
@@ -136,8 +142,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def objects(self):
         """the objects served in the current mode"""
-        if self.server.mode in ("trickle", "slow_steady"):
+        if self.server.mode == "trickle":
             return {**OBJECTS, TRICKLE_KEY: TRICKLE_DATA}
+        if self.server.mode == "slow_steady":
+            return {**OBJECTS, TRICKLE_KEY: STEADY_DATA}
         return OBJECTS
 
     def do_HEAD(self):
@@ -193,20 +201,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.reply(206, data[a:b + 1], headers)
 
     def trickle(self, body, headers, piece=TRICKLE_BPS, every=1.0):
-        """the headers at once, then @piece bytes every @every seconds"""
+        """the headers at once, then @piece bytes every @every seconds: the
+        k-th piece at start + k x @every (paced by the clock, so a loaded
+        machine delays a piece but never slows the rate down)"""
         self.send_response(206)
         for k, v in headers:
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        end = time.monotonic() + TRICKLE_MAX
+        start = time.monotonic()
         try:
-            for i in range(0, len(body), piece):
-                if time.monotonic() > end:
+            for k, i in enumerate(range(0, len(body), piece)):
+                due = start + k * every
+                if due > start + TRICKLE_MAX:
                     break
+                time.sleep(max(0.0, due - time.monotonic()))
                 self.wfile.write(body[i:i + piece])
                 self.wfile.flush()
-                time.sleep(every)
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True

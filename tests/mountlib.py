@@ -110,6 +110,34 @@ def binary_for_others(top):
     return dst
 
 
+class Hooks:
+    """the daemon's test hooks (include/testhook.h): files in one directory,
+    passed to a mount as env=hooks.env (the `hooks` fixture of
+    tests/fuse/conftest.py and tests/integration/conftest.py)"""
+
+    def __init__(self, d):
+        self.dir = d
+        self.env = {"FUSEFS_TEST_HOOKS": str(d)}
+
+    def close(self, name):
+        """testhook_gate(name) blocks until open(name)"""
+        (self.dir / name).write_text("")
+
+    def open(self, name):
+        (self.dir / name).unlink(missing_ok=True)
+
+    def set(self, name, value):
+        """testhook_value(name) answers @value (written whole, by rename)"""
+        tmp = self.dir / f".{name}.tmp"
+        tmp.write_text(str(value))
+        tmp.rename(self.dir / name)
+
+    def clear(self):
+        """never leave a daemon waiting on a gate"""
+        for f in self.dir.iterdir():
+            f.unlink()
+
+
 def wait_for(cond, timeout=30, step=0.05):
     """poll @cond every @step seconds until true (True) or @timeout seconds
     pass (False)"""

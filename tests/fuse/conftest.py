@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from mountlib import Mount, umount_all  # noqa: E402
+from mountlib import Hooks, Mount, umount_all  # noqa: E402
 
 # small chunks keep the datasets small and every test fast
 CHUNK_ARGS = ("--chunk-size", "1M")
@@ -63,33 +63,10 @@ def mounter(tmp_path, src):
     umount_all(mounts)
 
 
-class Hooks:
-    """the daemon's test hooks (include/testhook.h): files in one directory,
-    passed to a mount as env=hooks.env"""
-
-    def __init__(self, d):
-        self.dir = d
-        self.env = {"FUSEFS_TEST_HOOKS": str(d)}
-
-    def close(self, name):
-        """testhook_gate(name) blocks until open(name)"""
-        (self.dir / name).write_text("")
-
-    def open(self, name):
-        (self.dir / name).unlink(missing_ok=True)
-
-    def set(self, name, value):
-        """testhook_value(name) answers @value (written whole, by rename)"""
-        tmp = self.dir / f".{name}.tmp"
-        tmp.write_text(str(value))
-        tmp.rename(self.dir / name)
-
-
 @pytest.fixture
 def hooks(tmp_path):
     d = tmp_path / "hooks"
     d.mkdir()
     h = Hooks(d)
     yield h
-    for f in d.iterdir():           # never leave a daemon waiting on a gate
-        f.unlink()
+    h.clear()

@@ -81,3 +81,59 @@ def test_planted_symlink_is_not_followed(mounter, src, tmp_path):
     assert not os.path.islink(path)
     st = m.stats()
     assert st["bytes_from_backend"] == len(data), st
+
+
+def test_symlinked_cache_dir_is_refused(tmp_path, src):
+    """--cache-dir is opened once with O_NOFOLLOW: a symlink (here to a
+    directory of another user, who could re-point it) is never used"""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    link = tmp_path / "cache-link"
+    os.symlink(theirs, link)
+    refused(tmp_path, link, f"cache directory {link} is a symlink: refusing it")
+    assert os.listdir(theirs) == []
+
+
+def test_cache_dir_path_repointed_after_start_is_not_used(mounter, src, tmp_path):
+    """every file of the cache is opened relative to the directory opened
+    at start: renaming it and putting another directory at its path
+    changes nothing the daemon does"""
+    data = rnd(MiB + 7, 9)
+    put(src, {"f": data, "g": data[::-1]})
+    cache = tmp_path / "cache"
+    m = mounter(cache=str(cache))
+    assert read_uncached(m.path("f")) == data
+    moved = tmp_path / "cache-moved"
+    os.rename(cache, moved)
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    os.symlink(other, cache)                   # the old path leads elsewhere
+    assert read_uncached(m.path("g")) == data[::-1]   # uncached: written to the cache
+    assert os.listdir(other) == []
+    assert len(data_files(str(moved))) == 2
+    m.umount()
+    os.unlink(cache)
+    os.rename(moved, cache)
+
+
+def test_planted_hard_link_is_not_written_through(mounter, src, tmp_path):
+    """a data file that is a hard link (another file's second name) is
+    neither trusted nor written: it is unlinked and the file fetched again"""
+    data = rnd(2 * MiB + 5, 4)
+    put(src, {"f": data})
+    cache = str(tmp_path / "cache")
+    m = mounter(cache=cache)
+    assert read_uncached(m.path("f")) == data
+    m.umount()
+    victim = tmp_path / "victim"
+    precious = b"precious" * ((len(data) + 7) // 8)
+    victim.write_bytes(precious)
+    (path,) = data_files(cache)
+    os.unlink(path)
+    os.link(victim, path)                       # a data file replaced by a hard link
+    m = mounter(cache=cache)
+    assert read_uncached(m.path("f")) == data   # right bytes, fetched again
+    m.umount()
+    assert victim.read_bytes() == precious      # never written through
+    assert os.stat(victim).st_nlink == 1

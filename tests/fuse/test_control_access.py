@@ -13,6 +13,7 @@ import tempfile
 import pytest
 
 from checks import MiB, rnd
+from mountlib import wait_for
 from util import put, read_uncached
 
 NOBODY = 65534
@@ -113,6 +114,8 @@ def ctl(m, name):
 def test_others_read_stats_but_change_nothing_shared(shared):
     m = shared()
     assert read_uncached(m.path("s0")) == rnd(MiB, 0)
+    # (stored after the reply)
+    assert wait_for(lambda: int(os.getxattr(m.path("s0"), "user.fusefs.cached")) == MiB)
     # stats: everyone
     assert as_user(NOBODY, "read", ctl(m, "stats")) == 0
     # heat, the access pattern of every user: the owner only, shown so

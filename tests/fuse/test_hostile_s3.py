@@ -1,8 +1,11 @@
 """A hostile or broken S3 endpoint (tests/hostile_s3.py, on 127.0.0.1)
 against the real daemon: each case ends in a clear error (the mount fails
 with a message and exit status 1, or the answer is refused with a log
-line and what is known is served), within a time bound, never a hang, a
-crash or memory that grows with what the server sends."""
+line and what is known is served), never a hang, a crash or memory that
+grows with what the server sends.  Time limits here are hang guards
+(BOUND); which of the daemon's limits ended a transfer is told by its
+error (a stall limit's timeout, not the server closing), and the times
+taken are printed as figures."""
 
 import errno
 import os
@@ -10,14 +13,14 @@ import time
 
 import pytest
 
-from hostile_s3 import (BUCKET, CONTROL_DATA, ETAG, OBJECTS, TRICKLE_DATA, TRICKLE_KEY,
-                        TRICKLE_MAX, HostileS3)
+from hostile_s3 import (BUCKET, CONTROL_DATA, ETAG, OBJECTS, STEADY_DATA, TRICKLE_DATA,
+                        TRICKLE_KEY, TRICKLE_MAX, HostileS3)
 from mountlib import BAD_WORDS, Mount, run_fusefs, umount_all, wait_for
 from util import read_uncached
 
 CREDS = {"AWS_ACCESS_KEY_ID": "hostile-test", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
          "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
-BOUND = 60                      # seconds any of these may take
+BOUND = 120                     # seconds any of these may take (a hang guard)
 
 
 @pytest.fixture
@@ -236,19 +239,23 @@ def test_versions_listing_without_islatest_is_an_error(tmp_path, srv):
     assert "none marked IsLatest" in r.stderr, r.stderr
 
 
-# a GET's time limit (docs/reliability.md, "The bound"): op_timeout, plus
-# the bytes asked for at 1 MiB/s; slow.bin (256 KiB) is one chunk
+# a GET's time limits (docs/reliability.md, "The bound"): a transfer under
+# 1 KiB/s for op_timeout is stalled (curl checks each second); one that is
+# slow all the way ends after op_timeout plus the bytes asked for at
+# 64 KiB/s.  slow.bin is one chunk.
 OP_TIMEOUT = 2
-# a transfer under 1 KiB/s for op_timeout is stalled (curl checks each second)
-STALL_BOUND = OP_TIMEOUT + 1
-SLACK = 5                       # a loaded 2-core machine, a sanitizer build
-assert 2 * STALL_BOUND + SLACK < TRICKLE_MAX
+GET_MIN_RATE = 64 << 10
+# so a timeout on the trickled object can only be the stall limit's: the
+# whole-transfer limit is longer than the server trickles, and without the
+# stall limit the transfer ends with the server's close (a short body)
+assert TRICKLE_MAX < OP_TIMEOUT + len(TRICKLE_DATA) / GET_MIN_RATE
 
 
 def test_trickled_read_fails_in_time(s3mount, srv):
     """an endpoint that answers a GET at once and then trickles 2 bytes a
-    second (never slow enough for the low-speed limit): the read fails
-    with EIO within the bound, and the daemon goes on serving other files"""
+    second: the read fails with EIO by the stall limit (a timeout, after
+    op_timeout: docs/reliability.md), and the daemon goes on serving other
+    files"""
     srv.mode = "trickle"
     m = s3mount("--op-timeout", str(OP_TIMEOUT), "--retries", "0", "--readahead", "0")
     t0 = time.monotonic()
@@ -258,7 +265,9 @@ def test_trickled_read_fails_in_time(s3mount, srv):
     assert e.value.errno == errno.EIO, e.value
     # with --retries 0 one attempt per READ; the kernel follows the failed
     # read-ahead with a READ of the page wanted, which waits once more
-    assert took < 2 * STALL_BOUND + SLACK, took
+    # (a figure: about 2 x (op_timeout + 1) s)
+    print(f"trickled read: EIO after {took:.1f} s")
+    assert took < BOUND, took
     assert f"reading '{TRICKLE_KEY}' chunk 0 failed: Connection timed out" in m.log(), m.log()
     assert m.proc.poll() is None
     assert read_uncached(m.path("normal.bin")) == OBJECTS["normal.bin"]
@@ -267,19 +276,22 @@ def test_trickled_read_fails_in_time(s3mount, srv):
 
 def test_slow_but_steady_read_completes(s3mount, srv):
     """a link that is slow for every transfer but never stalls (80 KiB/s:
-    3.2 s for 256 KiB, longer than op_timeout + the bytes at 1 MiB/s) is
-    served, not failed at every attempt"""
+    3.2 s for 256 KiB, longer than op_timeout + the bytes at 1 MiB/s, well
+    within op_timeout + the bytes at 64 KiB/s: 6 s) is served, not failed
+    at every attempt.  The server paces its pieces by the clock, so the
+    transfer takes at least 3.1 s however fast the machine is."""
     srv.mode = "slow_steady"
     m = s3mount("--op-timeout", str(OP_TIMEOUT), "--retries", "0", "--readahead", "0")
     t0 = time.monotonic()
-    assert read_uncached(m.path(TRICKLE_KEY)) == TRICKLE_DATA
-    assert time.monotonic() - t0 > OP_TIMEOUT + len(TRICKLE_DATA) / (1 << 20)
+    assert read_uncached(m.path(TRICKLE_KEY)) == STEADY_DATA
+    assert time.monotonic() - t0 > OP_TIMEOUT + len(STEADY_DATA) / (1 << 20)
     assert m.stats()["backend_errors"] == 0
 
 
 def test_trickled_remote_manifest_fails_in_time(tmp_path, srv):
     """a manifest read from the endpoint (--manifest s3://...) that it
-    trickles: the mount fails within the bound with the reason, never hangs"""
+    trickles: the mount fails by the stall limit (a timeout, after
+    op_timeout) with the reason, never hangs"""
     srv.mode = "trickle"
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -293,8 +305,18 @@ def test_trickled_remote_manifest_fails_in_time(tmp_path, srv):
     assert (f"cannot read manifest s3://{BUCKET}/{TRICKLE_KEY}: Connection timed out"
             in r.stderr), r.stderr
     assert not [w for w in BAD_WORDS if w in r.stderr], r.stderr
-    assert took < STALL_BOUND + SLACK, took
+    print(f"trickled manifest: the mount failed after {took:.1f} s")     # a figure
+    assert took < BOUND, took
     assert not os.path.ismount(mnt)
+
+
+def catches(pid, sig):
+    """@sig has a handler in process @pid (SigCgt of /proc/PID/status)"""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    return False
 
 
 def test_sighup_while_connecting_does_not_end_the_daemon(tmp_path):
@@ -317,13 +339,15 @@ def test_sighup_while_connecting_does_not_end_the_daemon(tmp_path):
                           "--op-timeout", "3", "--log-file", str(tmp_path / "log")],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(1)
+        # the handler is in place before the daemon connects: wait until
+        # the kernel says SIGHUP is caught (not after a fixed time: a slow
+        # start would still have the default action, which ends it)
+        assert wait_for(lambda: p.poll() is not None or catches(p.pid, signal.SIGHUP),
+                        timeout=BOUND)
         assert p.poll() is None, p.communicate()
         p.send_signal(signal.SIGHUP)
-        time.sleep(0.5)
-        assert p.poll() is None, ("ended by SIGHUP", p.returncode)
         out, err = p.communicate(timeout=BOUND)
-        # it ends as it would have: the endpoint never answered
+        # it ends as it would have: the endpoint never answered (not -SIGHUP)
         assert p.returncode == 1, (p.returncode, err)
     finally:
         if p.poll() is None:

@@ -18,7 +18,7 @@ from prometheus_client.openmetrics.parser import \
     text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from mountlib import ROOT, run_fusefs
+from mountlib import ROOT, run_fusefs, wait_for
 from util import CHUNK, put, read_uncached
 
 OPS = os.path.join(ROOT, "docs", "operations.md")
@@ -155,7 +155,9 @@ def test_page_parses_names_types_help_and_counters_move(metered):
     assert value(after, "fusefs_backend_read_seconds_count") >= 1
     assert value(after, "fusefs_backend_read_seconds_bucket", le="+Inf") == \
         value(after, "fusefs_backend_read_seconds_count")
-    assert value(after, "fusefs_cache_used_bytes") >= 3 * CHUNK
+    # (chunks are stored after the reply)
+    assert wait_for(lambda: value(families(port), "fusefs_cache_used_bytes") >= 3 * CHUNK), \
+        value(families(port), "fusefs_cache_used_bytes")
     # ratios are fractions
     with open(m.path(".fusefs/lists/r0"), "w") as f:
         f.write("big\nsmall\n")

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -274,7 +273,9 @@ def test_sigkill_with_passthrough_opens_then_remount(mounter, src, tmp_path):
     cache = str(tmp_path / "cache")
     m = mounter(cache=cache)
     warm(m, "k", d)
-    time.sleep(1)                   # the index is committed every 250 ms
+    # the chunk records were queued as the chunks were stored: committed
+    # once nothing is queued (the index is committed every 250 ms)
+    assert wait_for(lambda: m.stats()["index_queued"] == 0), m.stats()
     f = open(m.path("k"), "rb")
     assert f.read(100) == d[:100]
     m.kill()

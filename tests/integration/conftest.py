@@ -12,8 +12,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from cephcluster import CephCluster  # noqa: E402
 # re-exported: the tests import these from conftest
-from mountlib import (BAD_WORDS, FUSEFS, ROOT, Mount, run_fusefs,  # noqa: E402,F401
-                      umount_all, wait_for)
+from mountlib import (BAD_WORDS, FUSEFS, ROOT, Hooks, Mount,  # noqa: E402,F401
+                      run_fusefs, umount_all, wait_for)
 
 POOL = "fusefs"
 
@@ -104,21 +104,33 @@ def s3store(ceph):
 
 @pytest.fixture
 def mounter(tmp_path, ceph):
-    """mounter(prefix, *args, cache=None, store=None) -> a started Mount of
-    PREFIX in @store (default: the RADOS pool); all are unmounted at the
-    end of the test."""
+    """mounter(prefix, *args, cache=None, store=None, env=None) -> a started
+    Mount of PREFIX in @store (default: the RADOS pool), @env added to the
+    daemon's environment (hooks.env); all are unmounted at the end of the
+    test."""
     mounts = []
 
-    def make(prefix, *args, cache=None, start=True, store=None):
+    def make(prefix, *args, cache=None, start=True, store=None, env=None):
         mnt = tmp_path / f"mnt{len(mounts)}"
         mnt.mkdir(exist_ok=True)
         cache = cache or str(tmp_path / "cache")
         src = store.source(prefix) if store else f"rados://{POOL}/{prefix}"
         base = store.args() if store else ["--ceph-conf", ceph.conf_path]
         m = Mount(src, str(mnt), cache, str(tmp_path / f"fusefs{len(mounts)}.log"),
-                  base + list(args), env=store.env if store else None)
+                  base + list(args), env=dict(store.env if store else {}, **(env or {})))
         mounts.append(m)
         return m.start() if start else m
 
     yield make
     umount_all(mounts)
+
+
+@pytest.fixture
+def hooks(tmp_path):
+    """the daemon's test hooks (tests/mountlib.py Hooks); pass hooks.env to
+    mounter(..., env=)"""
+    d = tmp_path / "hooks"
+    d.mkdir()
+    h = Hooks(d)
+    yield h
+    h.clear()

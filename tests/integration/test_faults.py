@@ -3,9 +3,11 @@
 
 * osd.0 stopped (SIGTERM: memstore saves its objects) and started again
   in the middle of an epoch while the prefetcher works ahead of a reader:
-  reads resume, an EIO is bounded in time by --op-timeout x (--retries+1)
-  plus the backoff (twice that for one read(): the kernel retries a page its
-  read-ahead failed), and no read ever returns wrong bytes;
+  reads resume, an EIO comes (in about --op-timeout x (--retries+1) plus
+  the backoff, twice that for one read(): the kernel retries a page its
+  read-ahead failed; a figure, printed: the test's limit is a hang guard of
+  10 x that), only for reads begun before the outage's attempts ended, and
+  no read ever returns wrong bytes;
 * radosgw stopped and started again the same way on an S3 mount;
 * the daemon SIGKILLed during prefetch and eviction storms, again and
   again, each time remounted on the same cache directory: the remount
@@ -33,22 +35,26 @@ import time
 import pytest
 
 from checks import MiB, cached, rnd
-from conftest import POOL, run_fusefs
+from conftest import POOL, run_fusefs, wait_for
 
 N_FILES = 40
 OP_TIMEOUT, RETRIES = 3, 1
-# the longest a failed backend read may take: every attempt times out, plus the
+# how long a failed backend read takes: every attempt times out, plus the
 # backoff (100 ms doubling).  A read() of a cold file can see it twice: the
 # kernel retries a page its failed read-ahead left, and fusefs tries the chunk
-# again.  Plus some slack for a loaded 2-core machine.
+# again.  The test's limit on an EIO is a hang guard, 10 x that (the times
+# are printed: figures for docs/reliability.md).
 BACKEND_BOUND = OP_TIMEOUT * (RETRIES + 1) + 0.1 * 2 ** RETRIES
-EIO_BOUND = 2 * BACKEND_BOUND + 5
+EIO_BOUND = 10 * 2 * BACKEND_BOUND
 FAULT_ARGS = ("--chunk-size", "1M", "--readahead", "0", "--cache-size", "8M",
               "--op-timeout", str(OP_TIMEOUT), "--retries", str(RETRIES),
               "--revalidate", "3600")
 # every read started this long after the backend is back (up, PGs active+clean; or
-# radosgw answering HTTP) must succeed: librados and curl reconnect by themselves
-RESUMED = 1.0
+# radosgw answering HTTP) must succeed: librados and curl reconnect by themselves.
+# Not sooner: a read may join a fetch whose attempt began during the outage,
+# and such an attempt ends (times out) within BACKEND_BOUND.
+RESUMED = BACKEND_BOUND
+AFTER_READS = 5                 # reads begun after up + RESUMED, all right
 SAN = "build-san" in os.environ.get("FUSEFS_BIN", "")
 # the two outage tests cost ~25 s each: run in the plain pass of scripts/test.sh
 # (and by `make faults`), skipped (and reported so) under the sanitizers
@@ -152,7 +158,11 @@ def outage_epoch(m, data, tmp_path, stop, start, seed):
     up = time.monotonic()
     assert cold == "eio" and cold_s <= EIO_BOUND, (cold, cold_s)
     prefetched_at_up = m.stats()["prefetch_chunks"]
-    time.sleep(RESUMED + 2.5)       # reading on after the restart
+    # reading on after the restart, until enough reads began RESUMED after it
+    # (60 s: a hang guard)
+    assert wait_for(lambda: not rd.is_alive() or
+                    sum(r[1] > up + RESUMED for r in rd.results) >= AFTER_READS,
+                    timeout=RESUMED + 60), rd.results
     rd.stop()
     assert read_checked(m.path("cold/c")) == COLD["cold/c"]       # and now it reads
     print(f"cold read while down: EIO after {cold_s:.1f} s")
@@ -168,9 +178,9 @@ def check_outage(m, data, results, down, up, prefetched_at_up, what):
     eio = [r for r in results if r[3] == "eio"]
     for n, t0, t1, _ in eio:
         assert t1 - t0 <= EIO_BOUND, tl                         # bounded in time
-        assert down - 1 <= t1 and t0 <= up + EIO_BOUND, tl      # only in the outage
+        assert down - 1 <= t1 and t0 <= up + RESUMED, tl        # only in the outage
     after = [r for r in results if r[1] > up + RESUMED]
-    assert len(after) >= 5 and all(r[3] == "ok" for r in after), tl  # reads resume
+    assert len(after) >= AFTER_READS and all(r[3] == "ok" for r in after), tl  # reads resume
     for n, want in data.items():                                # a second pass: all right
         assert read_checked(m.path(n)) == want, n
     s = m.stats()

@@ -1,6 +1,13 @@
 """Epoch lists, prefetch ahead of the reader, eviction by next use and by
 heat, pins, heat persistence, export/import warm-up, malformed lists, and
-the Python helper -- against the real cluster through kernel FUSE."""
+the Python helper -- against the real cluster through kernel FUSE.
+
+The bytes-per-epoch bounds are the eviction's: those tests hold the
+prefetcher with the prefetch-off test hook, since what it fetches in the
+background before a reader arrives depends on how the machine schedules
+its thread (with the prefetcher they are benchmark figures: make
+bench-epoch, docs/benchmarks-epoch.md).  What the prefetcher does is
+checked by waiting for it (the list tests below)."""
 
 import os
 import random
@@ -39,8 +46,15 @@ def list_file(tmp_path, names, name="l.txt"):
     return str(p)
 
 
-def mount_pf(mounter, *args, cache=None):
-    return mounter("pf", "--chunk-size", "1M", "--readahead", "0", *args, cache=cache)
+def mount_pf(mounter, *args, cache=None, env=None):
+    return mounter("pf", "--chunk-size", "1M", "--readahead", "0", *args, cache=cache,
+                   env=env)
+
+
+def held(hooks):
+    """the env of a mount whose prefetcher does nothing (demand reads only)"""
+    hooks.set("prefetch-off", 1)
+    return hooks.env
 
 
 def test_list_is_prefetched_in_order_ahead_of_reader(mounter, shards, tmp_path):
@@ -101,7 +115,6 @@ def run_epochs(m, shards, tmp_path, epochs, publish):
         subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
         for n in orders[e]:
             assert open(m.path(n), "rb").read() == shards[n]
-            time.sleep(0.02)
         if publish and e + 2 <= epochs:
             assert run_fusefs("prefetch", m.mnt, "--list",
                               list_file(tmp_path, orders[e + 2], f"e{e + 2}")).returncode == 0
@@ -110,17 +123,15 @@ def run_epochs(m, shards, tmp_path, epochs, publish):
 
 
 @pytest.mark.parametrize("publish", [True, False], ids=["lists", "heat"])
-def test_dataset_twice_the_cache(mounter, many, tmp_path, publish):
-    m = mount_pf(mounter, "--cache-size", "64M")
+def test_dataset_twice_the_cache(mounter, many, tmp_path, hooks, publish):
+    m = mount_pf(mounter, "--cache-size", "64M", env=held(hooks))
     per = run_epochs(m, many, tmp_path, 3, publish)
     print(per, {k: v for k, v in m.stats().items() if not k.startswith("ns_")})
     dataset, cache = 128 * MiB, 64 * MiB
-    # steady state: what the cache cannot hold, once per epoch. Summed over
-    # the epochs after the first, because a prefetch for epoch e+1 may land
-    # before the reader finishes epoch e and is then counted there (a slow
-    # reader under ASan gave [65M, 91M, 0]); LRU fetches ~2x this
-    steady = per[1:]
-    assert sum(steady) <= 1.05 * (dataset - cache) * len(steady), per
+    # steady state: what the cache cannot hold, once per epoch (demand
+    # reads only: each epoch's bytes are its own); LRU fetches ~2x this
+    for b in per[1:]:
+        assert b <= 1.05 * (dataset - cache), per
     assert m.stats()["cache_bytes_used"] <= cache
 
 
@@ -155,8 +166,7 @@ def test_heat_survives_restart_and_warms_a_fresh_cache(mounter, shards, tmp_path
         open(m.path("s005"), "rb").read()
         subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
     open(m.path("s006"), "rb").read()
-    time.sleep(1.5)
-    m.umount()
+    m.umount()                          # (heat is saved at the unmount)
     m2 = mount_pf(mounter, cache=cache)
     r = run_fusefs("heat", m2.mnt, "--top", "2")
     lines = [l for l in r.stdout.splitlines() if not l.startswith("#")]
@@ -181,8 +191,7 @@ def test_rewarm_at_mount(mounter, shards, tmp_path):
     for n in sorted(shards)[11:20]:                 # push s010 out
         open(m.path(n), "rb").read()
     assert cached(m, "s010") == 0
-    time.sleep(1.5)
-    m.umount()
+    m.umount()                          # (heat is saved at the unmount)
     # default policy: the cached files are in no list, the hot one wins
     m2 = mount_pf(mounter, "--cache-size", "4M", "--rewarm", "1", cache=cache)
     assert wait_for(lambda: cached(m2, "s010") == MiB)
@@ -271,11 +280,12 @@ def big_shards(ceph):
     return data
 
 
-def test_shards_stream_through_chunk_by_chunk(mounter, big_shards):
+def test_shards_stream_through_chunk_by_chunk(mounter, big_shards, hooks):
     # chunk-level Belady on the real cluster: shards of 8 chunks, a
     # dataset twice the cache, each epoch begun and the next one queued
-    # (docs/epochs.md): dataset - cache per epoch from the second on
-    m = mount_pf(mounter, "--cache-size", "16M")
+    # (docs/epochs.md): dataset - cache per epoch from the second on (the
+    # eviction's bound: the prefetcher is held, see the module docstring)
+    m = mount_pf(mounter, "--cache-size", "16M", env=held(hooks))
     orders = []
     for e in range(4):
         o = sorted(big_shards)
@@ -294,9 +304,6 @@ def test_shards_stream_through_chunk_by_chunk(mounter, big_shards):
                 assert f.read() == big_shards[n], n
         per.append(m.stats()["bytes_from_backend"] - before)
     print("backend per epoch (MiB):", [b / MiB for b in per])
-    # summed over the steady epochs for the reason given in
-    # test_dataset_twice_the_cache: the queued next epoch may be fetched
-    # inside this epoch's window
-    steady = per[1:]
-    assert sum(steady) <= 1.05 * (32 - 16) * MiB * len(steady), per
+    for b in per[1:]:
+        assert b <= 1.05 * (32 - 16) * MiB, per
     assert m.stats()["cache_bytes_used"] <= 16 * MiB

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import POOL, run_fusefs
+from conftest import POOL, run_fusefs, wait_for
 
 MiB = 1 << 20
 CHUNK = 4 * MiB
@@ -64,8 +64,8 @@ def test_xattrs(mounter, ceph):
     assert b"cache_bytes_used" in os.getxattr(m.mnt, "user.fusefs.stats")
     assert os.getxattr(m.path("f"), "user.fusefs.cached") == b"0"
     open(m.path("f"), "rb").read()
-    time.sleep(0.1)
-    assert int(os.getxattr(m.path("f"), "user.fusefs.cached")) == 4096
+    # (stored after the reply)
+    assert wait_for(lambda: int(os.getxattr(m.path("f"), "user.fusefs.cached")) == 4096)
     r = run_fusefs("stats", m.mnt)
     assert r.returncode == 0 and "cache_bytes_used" in r.stdout
 
@@ -93,7 +93,9 @@ def test_dead_backend_mid_read(mounter, ceph):
             with open(m.path("cold"), "rb") as f:
                 f.read()
         assert e.value.errno == 5                       # EIO, bounded
-        assert time.time() - t0 < 30
+        # a hang guard: 6-12 s expected (2 attempts of --op-timeout, once
+        # or twice: the kernel retries the page its read-ahead failed)
+        assert time.time() - t0 < 120
         subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
         with open(m.path("cached"), "rb") as f:         # cache keeps serving
             assert f.read() == cached
@@ -115,7 +117,8 @@ def test_unreachable_cluster_fails_fast(tmp_path):
                    "--connect-timeout", "3")
     assert r.returncode == 1
     assert "cannot connect" in r.stderr
-    assert time.time() - t0 < 20
+    # a hang guard (about 3 s expected), well under librados' own 300 s
+    assert time.time() - t0 < 60
     assert not os.path.ismount(tmp_path / "m")
 
 

