@@ -895,6 +895,10 @@ static void complete(struct fetcher *f, struct inflight *in)
 		if (!stageset_put(&f->staged, ci.fid, ci.gen, in->id.n,
 				  in->cb) && in->waiters)
 			stageset_get(&f->staged, ci.fid, ci.gen, in->id.n);
+		/* counted in the staged set now, no longer as staging (under
+		 * the lock fetch_ahead() checks the bound under: never both) */
+		atomic_fetch_sub(&f->staging_bytes, in->st_bytes);
+		in->st_bytes = 0;
 		/* in memory for its reader, not on disk: absent there */
 		htab_del(&f->tab, in->key);
 		cache_abandon(f->c, in->ce, in->id.n);
