@@ -392,6 +392,7 @@ static int check_mountpoint(const struct fusefs_conf *cf)
 struct service {
 	const struct fusefs_conf *cf;
 	struct meta *meta;
+	struct stats *st;
 	struct notify_watchdog *watchdog;
 };
 
@@ -423,7 +424,7 @@ static void report_ready(void *arg)
 	if (rc)
 		log_warn("cannot report readiness: %s", strerror(-rc));
 	rc = notify_watchdog_start(&sv->watchdog, cf->mountpoint,
-				   service_healthy, sv);
+				   service_healthy, sv, sv->st);
 	if (rc)
 		log_warn("cannot start the watchdog: %s", strerror(-rc));
 }
@@ -443,7 +444,7 @@ static int cmd_mount(int argc, char **argv)
 	struct verifier *ver = NULL;
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
-	struct service sv = { .cf = &cf };
+	struct service sv = { .cf = &cf, .st = &st };
 	char path[4096];
 	int ready_fd = -1, rc;
 

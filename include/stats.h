@@ -57,6 +57,8 @@
 	X(data_file_opens)	/* data files opened (kept open while idle) */ \
 	X(data_files_reused)	/* of those, new ones made of spares */	\
 	X(lookups_concurrent_max) /* most LOOKUPs answered at once (a max) */ \
+	X(watchdog_pings)	/* WATCHDOG=1 sent to systemd */	\
+	X(watchdog_withheld)	/* checks that failed: no WATCHDOG=1 */ \
 	X(backend_rate_bytes)	/* the backend's rate, measured (a gauge) */ \
 	X(ahead_bound_bytes)	/* read-ahead/prefetch bound (a gauge) */ \
 	X(backend_read_us_le_1000)	/* latency histogram, cumulative */ \
