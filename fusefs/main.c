@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bgthread.h"
 #include "client.h"
 #include "cache.h"
 #include "cfgfile.h"
@@ -388,6 +389,13 @@ static int check_mountpoint(const struct fusefs_conf *cf)
 	return mountsafe_check_dir(cf->mountpoint, cf->nonempty);
 }
 
+/* tests: the lists' clock runs "lists-clock-skew-ms" ahead (testhook.h) */
+static uint64_t lists_test_clock(void *arg)
+{
+	return (uint64_t)(bg_mono_ms() +
+			  testhook_value("lists-clock-skew-ms", 0));
+}
+
 /* what the mount's on_ready and the watchdog need */
 struct service {
 	const struct fusefs_conf *cf;
@@ -516,6 +524,8 @@ static int cmd_mount(int argc, char **argv)
 	if (!lists)
 		goto out;
 	lists_set_idle(lists, cf.list_idle_s);
+	if (testhook_on())
+		lists_set_clock(lists, lists_test_clock, NULL);
 	if (verifier_start(&ver, cache, fetch, lists, nm, cf.verify_depth,
 			   &st))
 		goto out;
