@@ -15,6 +15,7 @@
 	X(hits)			/* chunk-reads served from cache/memory */ \
 	X(misses)		/* chunk-reads that waited for the backend */ \
 	X(bytes_from_cache)	/* bytes replied from cache or memory */ \
+	X(bytes_from_disk)	/* of those, read from the data files */ \
 	X(bytes_from_backend)	/* bytes fetched from the backend */	\
 	X(backend_reads)	/* backend read operations completed */ \
 	X(backend_errors)	/* failed backend reads (each attempt) */ \

@@ -498,7 +498,7 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		  struct chunkbuf **bufs, fetch_done_fn done, void *arg)
 {
 	struct fetch_piece p[MAX_READ_CHUNKS];
-	uint64_t pos = off, end = off + len;
+	uint64_t pos = off, end = off + len, disk = 0;
 	uint32_t i;
 	int np = 0, err = 0;
 
@@ -513,10 +513,12 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		} else if (np && !p[np - 1].mem &&
 			   p[np - 1].off + p[np - 1].len == pos) {
 			p[np - 1].len += pend - pos;	/* adjacent disk range */
+			disk += pend - pos;
 		} else {
 			p[np++] = (struct fetch_piece){
 				.fd = cache_read_fd(ce), .off = pos,
 				.len = pend - pos };
+			disk += pend - pos;
 		}
 		pos = pend;
 	}
@@ -549,6 +551,7 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		done(arg, err, NULL, 0);
 	} else {
 		stat_add(f->st, bytes_from_cache, len);
+		stat_add(f->st, bytes_from_disk, disk);
 		done(arg, 0, p, np);
 	}
 	for (i = 0; i < nn; i++)
