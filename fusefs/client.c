@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bgthread.h"
 #include "client.h"
 #include "compiler.h"
 #include "lists.h"
@@ -389,7 +390,9 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 		      long long stall_s)
 {
 	bool tty = isatty(STDERR_FILENO);
-	time_t start = time(NULL), last_change = start;
+	/* milliseconds: whole seconds of time(NULL) made --stall 2 end
+	 * after just over 1 s */
+	int64_t start = bg_mono_ms(), last_change = start;
 	struct progress p = { .state = "" }, last = { .lead_files = -1 };
 	long long errors0 = -1;
 	char rel[128];
@@ -397,7 +400,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 
 	snprintf(rel, sizeof(rel), "lists/%s", name);
 	for (;;) {
-		time_t now;
+		int64_t now;
 
 		if (!sample(root, rel, &p) || p.files <= 0) {
 			rc = 1;
@@ -411,7 +414,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 			rc = WAIT_READY;
 			break;
 		}
-		now = time(NULL);
+		now = bg_mono_ms();
 		if (p.lead_files != last.lead_files ||
 		    p.lead_bytes != last.lead_bytes ||
 		    p.position != last.position ||
@@ -420,7 +423,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 			last_change = now;
 			errors0 = p.backend_errors;
 		}
-		if (now - last_change >= stall_s) {
+		if (now - last_change >= stall_s * 1000) {
 			/* the prefetcher stops where a file does not fit */
 			bool full = p.limit - p.used <
 				    p.max_file + p.limit / 32;
@@ -429,7 +432,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 			     WAIT_FULL : WAIT_STALLED;
 			break;
 		}
-		if (timeout_s && now - start >= timeout_s) {
+		if (timeout_s && now - start >= timeout_s * 1000) {
 			rc = WAIT_TIMEOUT;
 			break;
 		}

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bgthread.h"
 #include "client.h"
 #include "cache.h"
 #include "cfgfile.h"
@@ -421,10 +422,18 @@ static int check_mountpoint(const struct fusefs_conf *cf)
 	return mountsafe_check_dir(cf->mountpoint, cf->nonempty);
 }
 
+/* tests: the lists' clock runs "lists-clock-skew-ms" ahead (testhook.h) */
+static uint64_t lists_test_clock(void *arg)
+{
+	return (uint64_t)(bg_mono_ms() +
+			  testhook_value("lists-clock-skew-ms", 0));
+}
+
 /* what the mount's on_ready and the watchdog need */
 struct service {
 	const struct fusefs_conf *cf;
 	struct meta *meta;
+	struct stats *st;
 	struct notify_watchdog *watchdog;
 };
 
@@ -456,7 +465,7 @@ static void report_ready(void *arg)
 	if (rc)
 		log_warn("cannot report readiness: %s", strerror(-rc));
 	rc = notify_watchdog_start(&sv->watchdog, cf->mountpoint,
-				   service_healthy, sv);
+				   service_healthy, sv, sv->st);
 	if (rc)
 		log_warn("cannot start the watchdog: %s", strerror(-rc));
 }
@@ -476,7 +485,7 @@ static int cmd_mount(int argc, char **argv)
 	struct verifier *ver = NULL;
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
-	struct service sv = { .cf = &cf };
+	struct service sv = { .cf = &cf, .st = &st };
 	char at[64];
 	int ready_fd = -1, rc;
 
@@ -543,6 +552,8 @@ static int cmd_mount(int argc, char **argv)
 	if (!lists)
 		goto out;
 	lists_set_idle(lists, cf.list_idle_s);
+	if (testhook_on())
+		lists_set_clock(lists, lists_test_clock, NULL);
 	if (verifier_start(&ver, cache, fetch, lists, nm, cf.verify_depth,
 			   &st))
 		goto out;

@@ -51,6 +51,7 @@ int notify_ready_when_served(const char *mnt, const char *status);
 uint64_t notify_watchdog_usec(void);
 
 struct notify_watchdog;
+struct stats;
 /* is the rest of the daemon making progress?  Must not block for long. */
 typedef bool (*notify_healthy_fn)(void *arg);
 
@@ -63,10 +64,11 @@ typedef bool (*notify_healthy_fn)(void *arg);
  * systemd then kills the service (WatchdogSignal=, SIGABRT) and
  * Restart= starts it again.  A failed check is logged once per change.
  * Call it once the mount exists; *@out is NULL when no watchdog is
- * wanted.  Return: 0 or -errno (nothing started).
+ * wanted.  Each tick counts in @st's watchdog_pings or watchdog_withheld.
+ * Return: 0 or -errno (nothing started).
  */
 int notify_watchdog_start(struct notify_watchdog **out, const char *mnt,
-			  notify_healthy_fn healthy, void *arg);
+			  notify_healthy_fn healthy, void *arg, struct stats *st);
 /*
  * notify_watchdog_stop() - stop and join; NULL is fine.  Call it after
  * the FUSE session is gone: a tick blocked in statfs() then returns.

@@ -15,6 +15,7 @@
 	X(hits)			/* chunk-reads served from cache/memory */ \
 	X(misses)		/* chunk-reads that waited for the backend */ \
 	X(bytes_from_cache)	/* bytes replied from cache or memory */ \
+	X(bytes_from_disk)	/* of those, read from the data files */ \
 	X(bytes_from_backend)	/* bytes fetched from the backend */	\
 	X(backend_reads)	/* backend read operations completed */ \
 	X(backend_errors)	/* failed backend reads (each attempt) */ \
@@ -58,6 +59,8 @@
 	X(data_file_opens)	/* data files opened (kept open while idle) */ \
 	X(data_files_reused)	/* of those, new ones made of spares */	\
 	X(lookups_concurrent_max) /* most LOOKUPs answered at once (a max) */ \
+	X(watchdog_pings)	/* WATCHDOG=1 sent to systemd */	\
+	X(watchdog_withheld)	/* checks that failed: no WATCHDOG=1 */ \
 	X(backend_rate_bytes)	/* the backend's rate, measured (a gauge) */ \
 	X(ahead_bound_bytes)	/* read-ahead/prefetch bound (a gauge) */ \
 	X(index_queued)		/* index updates not committed (a gauge) */ \

@@ -23,6 +23,7 @@
 #ifndef FUSEFS_TESTHOOK_H
 #define FUSEFS_TESTHOOK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* testhook_init() - read FUSEFS_TEST_HOOKS; main() calls it first */
@@ -31,5 +32,8 @@ void testhook_init(void);
 void testhook_gate(const char *name);
 /* testhook_value() - the number in file @name, or @dflt; any thread */
 int64_t testhook_value(const char *name, int64_t dflt);
+/* testhook_on() - FUSEFS_TEST_HOOKS names a directory (a hook that
+ * replaces a whole function is installed only then) */
+bool testhook_on(void);
 
 #endif

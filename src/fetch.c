@@ -499,7 +499,7 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		  struct chunkbuf **bufs, fetch_done_fn done, void *arg)
 {
 	struct fetch_piece p[MAX_READ_CHUNKS];
-	uint64_t pos = off, end = off + len;
+	uint64_t pos = off, end = off + len, disk = 0;
 	uint32_t i;
 	int np = 0, err = 0;
 
@@ -514,10 +514,12 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		} else if (np && !p[np - 1].mem &&
 			   p[np - 1].off + p[np - 1].len == pos) {
 			p[np - 1].len += pend - pos;	/* adjacent disk range */
+			disk += pend - pos;
 		} else {
 			p[np++] = (struct fetch_piece){
 				.fd = cache_read_fd(ce), .off = pos,
 				.len = pend - pos };
+			disk += pend - pos;
 		}
 		pos = pend;
 	}
@@ -550,6 +552,7 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 		done(arg, err, NULL, 0);
 	} else {
 		stat_add(f->st, bytes_from_cache, len);
+		stat_add(f->st, bytes_from_disk, disk);
 		done(arg, 0, p, np);
 	}
 	for (i = 0; i < nn; i++)
@@ -896,6 +899,10 @@ static void complete(struct fetcher *f, struct inflight *in)
 		if (!stageset_put(&f->staged, ci.fid, ci.gen, in->id.n,
 				  in->cb) && in->waiters)
 			stageset_get(&f->staged, ci.fid, ci.gen, in->id.n);
+		/* counted in the staged set now, no longer as staging (under
+		 * the lock fetch_ahead() checks the bound under: never both) */
+		atomic_fetch_sub(&f->staging_bytes, in->st_bytes);
+		in->st_bytes = 0;
 		/* in memory for its reader, not on disk: absent there */
 		htab_del(&f->tab, in->key);
 		cache_abandon(f->c, in->ce, in->id.n);

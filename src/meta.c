@@ -21,6 +21,7 @@
 #include "bgthread.h"
 #include "log.h"
 #include "meta.h"
+#include "testhook.h"
 
 #define MAPSIZE_MAX	(1ULL << 40)	/* address space, not disk */
 #define QUEUE_KICK	4096
@@ -348,6 +349,7 @@ static size_t write_batch(struct meta *m)
 	upto = m->queued;
 	pthread_mutex_unlock(&m->lock);
 
+	testhook_gate("meta-commit");	/* tests: a writer that hangs */
 	if (apply_batch(m, ops, n) && !atomic_load(&m->broken))
 		log_err("index batch of %zu updates lost", n);
 

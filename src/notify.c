@@ -18,6 +18,7 @@
 #include "bgthread.h"
 #include "log.h"
 #include "notify.h"
+#include "stats.h"
 
 /* "/run/systemd/notify" or "@abstract" -> @sa; length, or -EINVAL */
 static int notify_addr(const char *name, struct sockaddr_un *sa)
@@ -163,6 +164,7 @@ struct notify_watchdog {
 	char *mnt;
 	notify_healthy_fn healthy;
 	void *arg;
+	struct stats *st;
 	bool failing;		/* the last check failed: logged once */
 };
 
@@ -185,6 +187,7 @@ static int64_t watchdog_tick(void *arg)
 			log_warn("watchdog: %s: %s; not telling systemd we are alive",
 				 w->mnt, why);
 		w->failing = true;
+		stat_inc(w->st, watchdog_withheld);
 		return BG_PERIOD;
 	}
 	if (w->failing)
@@ -193,11 +196,13 @@ static int64_t watchdog_tick(void *arg)
 	rc = notify_send("WATCHDOG=1");
 	if (rc)
 		log_warn("watchdog: cannot notify $NOTIFY_SOCKET: %s", strerror(-rc));
+	else
+		stat_inc(w->st, watchdog_pings);
 	return BG_PERIOD;
 }
 
 int notify_watchdog_start(struct notify_watchdog **out, const char *mnt,
-			  notify_healthy_fn healthy, void *arg)
+			  notify_healthy_fn healthy, void *arg, struct stats *st)
 {
 	uint64_t usec = notify_watchdog_usec();
 	struct notify_watchdog *w;
@@ -217,6 +222,7 @@ int notify_watchdog_start(struct notify_watchdog **out, const char *mnt,
 	w->mnt = strdup(mnt);
 	w->healthy = healthy;
 	w->arg = arg;
+	w->st = st;
 	rc = -ENOMEM;
 	if (w->mnt)
 		rc = bgthread_start(&w->thread, "fusefs-watchdog", period_ms,

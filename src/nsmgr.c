@@ -380,6 +380,8 @@ int nsmgr_open(struct nsmgr **out, struct backend *be, struct meta *m,
 	pthread_mutex_init(&nm->check_lock, NULL);
 	htab_init(&nm->checks, recheck_key);
 	rc = load_stored(nm, &nm->ns, &listed);
+	/* tests: "ns-age-s" makes the stored listing look older */
+	listed -= testhook_value("ns-age-s", 0);
 	/* a manifest's tree is stored only while its file is unchanged
 	 * (ns_identity()): never too old */
 	if (rc == 0 && !nm->pinned && cf->list_refresh_s &&

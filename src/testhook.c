@@ -31,6 +31,11 @@ static int hook_path(char *buf, size_t len, const char *name)
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
+bool testhook_on(void)
+{
+	return hook_dir != NULL;
+}
+
 void testhook_gate(const char *name)
 {
 	const struct timespec ms = { 0, 1000000 };

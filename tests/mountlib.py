@@ -55,8 +55,16 @@ class Mount:
     def umount(self, check=True):
         if self.proc is None:
             return
-        um = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True,
-                            text=True)
+        # EBUSY can be a statfs() in flight (the daemon's own watchdog
+        # checks its mount every half interval, df(1) anywhere on the
+        # machine): it holds the mount for a moment, so try again (a hang
+        # guard of 30 s, not a timing: a mount kept busy still fails)
+        for _ in range(300):
+            um = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True,
+                                text=True)
+            if um.returncode == 0 or "Device or resource busy" not in um.stderr:
+                break
+            time.sleep(0.1)
         try:
             rc = self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:

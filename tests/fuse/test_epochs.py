@@ -14,12 +14,11 @@ import os
 import pty
 import random
 import subprocess
-import time
 
 import pytest
 
 from checks import MiB, rnd
-from mountlib import FUSEFS, run_fusefs
+from mountlib import FUSEFS, run_fusefs, wait_for
 from util import put, read_uncached
 
 KiB = 1024
@@ -79,6 +78,8 @@ def test_drop_last_then_begin_then_queued_head(mounter, small):
     ctl_write(m, "lists/raw", listing(o1, epoch=1))
     st = status(m, "raw")
     assert (st["epoch"], st["next_epoch"], st["queued"]) == (0, 1, 1), st
+    # the prefetcher has the first file: epoch 0's hit ratio is not 0
+    assert wait_for(lambda: status(m, "raw")["lead_files"] >= 1, timeout=60)
     for n in o0[:18]:                                   # 90%: drop_last
         read_uncached(m.path(n))
     st = status(m, "raw")
@@ -169,8 +170,11 @@ def test_resume_and_begin_from_the_cli(mounter, small, tmp_path):
         assert run_fusefs("prefetch", m.mnt, *bad).returncode == 2, bad
 
 
-def test_two_lists_and_an_idle_one(mounter, small):
-    m = mounter("--list-idle", "2")
+def test_two_lists_and_an_idle_one(mounter, small, hooks):
+    """(the lists-clock-skew-ms hook moves the lists' clock on past
+    --list-idle: no waiting, and no read of rank 0 can be late enough
+    to make it idle)"""
+    m = mounter("--list-idle", "60", env=hooks.env)
     ctl_write(m, "lists/rank0", listing(small[:10], epoch=0))
     ctl_write(m, "lists/rank1", listing(small[10:], epoch=0))
     ctl_write(m, "lists/rank0", listing(small[10:], epoch=1))
@@ -179,13 +183,10 @@ def test_two_lists_and_an_idle_one(mounter, small):
     read_uncached(m.path(small[0]))
     a, b = status(m, "rank0"), status(m, "rank1")
     assert (a["epoch"], a["read"], b["epoch"], b["read"]) == (0, 1, 0, 1), (a, b)
-    # rank 0 reads on (re-reads of the file it just read), rank 1 stops:
-    # after 2 s it is idle
+    # rank 1 stops: 61 s later it is idle; rank 0 reads on
+    hooks.set("lists-clock-skew-ms", 61000)
+    assert status(m, "rank1")["state"] == "idle"
     read_uncached(m.path(small[1]))
-    deadline = time.time() + 3
-    while time.time() < deadline:
-        read_uncached(m.path(small[1]))
-        time.sleep(0.1)
     assert status(m, "rank0")["state"] in ("reading", "done")
     assert status(m, "rank1")["state"] == "idle"
     st = m.stats()
@@ -240,8 +241,9 @@ def test_wait_cache_full(mounter, mib_files, tmp_path):
     m = mounter("--cache-size", "6M", "--readahead", "0")
     lst = tmp_path / "l.txt"
     lst.write_text(listing(mib_files))
+    # full, not stalled: no progress for 5 s, and the cache has no room
     r = run_fusefs("prefetch", m.mnt, "--list", str(lst), "--name", "f", "--wait",
-                   "--stall", "2")
+                   "--stall", "5")
     assert r.returncode == 4 and "cache full ahead of the reader" in r.stderr, \
         (r.returncode, r.stderr)
     assert 0 < status(m, "f")["lead_files"] < 16

@@ -10,6 +10,7 @@ import os
 import threading
 
 from checks import MiB, rnd
+from mountlib import wait_for
 from util import put
 
 FILES, SIZE = 6, 32 * MiB       # 192 MiB, read once by 4 readers
@@ -26,9 +27,10 @@ def vm(pid, field):
     raise AssertionError(field)
 
 
-def read_all(m, names, want):
+def read_all(m, names, want, started=None):
     """4 readers, each its share of @names (1 MiB reads, the kernel's page
-    cache dropped first): the names whose bytes differ"""
+    cache dropped first): the names whose bytes differ. @started() is
+    called once the readers run."""
     bad = []
 
     def reader(k):
@@ -47,8 +49,12 @@ def read_all(m, names, want):
     threads = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        if started:
+            started()
+    finally:
+        for t in threads:
+            t.join()
     return bad
 
 
@@ -64,10 +70,13 @@ def stats(m):
                                        if " " in line and "{" not in line)}
 
 
-def test_peak_rss_under_the_limit(mounter, src, tmp_path):
+def test_peak_rss_under_the_limit(mounter, src, tmp_path, hooks):
+    """(--max-threads 8: the per-worker bounce buffers in the slack do not
+    depend on how many workers libfuse started)"""
     names, want = dataset(src)
     m = mounter("--chunk-size", "4M", "--cache-size", CACHE,
-                "--memory-limit", "48M", "--passthrough", "off")
+                "--memory-limit", "48M", "--passthrough", "off",
+                "--max-threads", "8")
     base = vm(m.proc.pid, "VmRSS")
     assert read_all(m, names, want) == []
     peak = vm(m.proc.pid, "VmHWM")
@@ -80,11 +89,22 @@ def test_peak_rss_under_the_limit(mounter, src, tmp_path):
         f"peak RSS {peak >> 20} MiB, at mount {base >> 20} MiB"
     m.umount()
 
-    # the same workload with a larger limit (and an empty cache)
+    # the same workload with a larger limit (and an empty cache): the
+    # backend's reads held (file-read gate) until more than the first
+    # limit is in flight, each reader's first miss starting its whole
+    # file (8 chunks of read-ahead; no rate measured yet, no link bound)
     m = mounter("--chunk-size", "4M", "--cache-size", CACHE,
                 "--memory-limit", "512M", "--passthrough", "off",
-                cache=str(tmp_path / "cache2"))
-    assert read_all(m, names, want) == []
+                cache=str(tmp_path / "cache2"), env=hooks.env)
+    hooks.close("file-read")
+
+    def beyond_the_first_limit():
+        try:
+            assert wait_for(lambda: stats(m)["mem_budget_used_bytes"] > 48 * MiB,
+                            timeout=60), stats(m)
+        finally:
+            hooks.open("file-read")
+    assert read_all(m, names, want, started=beyond_the_first_limit) == []
     st = stats(m)
     assert st["mem_budget_limit_bytes"] == 512 * MiB
     assert st["mem_budget_peak_bytes"] > 48 * MiB    # it used the room

@@ -27,17 +27,38 @@ static void sleep_ms(long ms)
 	nanosleep(&d, NULL);
 }
 
-/* first tick at once, then one per period */
+/* a hang guard, not a timing: far more than any machine needs */
+#define WAIT_MS		10000
+
+/* wait (at most WAIT_MS) until @c has ticked @n times; its ticks then */
+static int wait_ticks(struct counter *c, int n)
+{
+	int64_t end = bg_mono_ms() + WAIT_MS;
+
+	while (atomic_load(&c->ticks) < n && bg_mono_ms() < end)
+		sleep_ms(1);
+	return atomic_load(&c->ticks);
+}
+
+/*
+ * first tick at once, then one per period: three ticks take at least two
+ * periods, and however slow the machine, never more ticks than periods
+ * passed + 1 (a loop that spins would make far more)
+ */
 static void test_period(void)
 {
 	struct counter c = { .ret = BG_PERIOD };
 	struct bgthread *t;
+	int64_t start = bg_mono_ms(), elapsed;
+	int ticks;
 
 	CHECK_INT(bgthread_start(&t, "t-period", 50, count_tick, &c), ==, 0);
-	sleep_ms(275);
+	CHECK_INT(wait_ticks(&c, 3), >=, 3);
+	ticks = atomic_load(&c.ticks);
+	elapsed = bg_mono_ms() - start;
 	bgthread_stop(t);
-	CHECK_INT(atomic_load(&c.ticks), >=, 3);
-	CHECK_INT(atomic_load(&c.ticks), <=, 8);
+	CHECK_INT(elapsed, >=, 100);
+	CHECK_INT(ticks, <=, elapsed / 50 + 2);
 }
 
 /* a long period: only wakes make ticks */
@@ -45,34 +66,29 @@ static void test_wake(void)
 {
 	struct counter c = { .ret = BG_PERIOD };
 	struct bgthread *t;
-	int i;
 
 	CHECK_INT(bgthread_start(&t, "t-wake", 3600 * 1000, count_tick, &c), ==, 0);
-	for (i = 0; i < 200 && atomic_load(&c.ticks) < 1; i++)
-		sleep_ms(5);
-	CHECK_INT(atomic_load(&c.ticks), ==, 1);
+	CHECK_INT(wait_ticks(&c, 1), ==, 1);
 	bgthread_wake(t);
-	for (i = 0; i < 200 && atomic_load(&c.ticks) < 2; i++)
-		sleep_ms(5);
-	CHECK_INT(atomic_load(&c.ticks), ==, 2);
+	CHECK_INT(wait_ticks(&c, 2), ==, 2);
 	sleep_ms(50);
 	CHECK_INT(atomic_load(&c.ticks), ==, 2);	/* nothing spins */
 	bgthread_stop(t);
 }
 
-/* stop returns promptly even with an hour-long period */
+/* stop returns promptly (not after the hour) while the thread sleeps
+ * the hour its first tick asked for */
 static void test_stop_prompt(void)
 {
 	struct counter c = { .ret = 3600 * 1000 };
-	struct timespec a, b;
 	struct bgthread *t;
+	int64_t a;
 
 	CHECK_INT(bgthread_start(&t, "t-stop", 10, count_tick, &c), ==, 0);
-	sleep_ms(20);
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	CHECK_INT(wait_ticks(&c, 1), ==, 1);
+	a = bg_mono_ms();
 	bgthread_stop(t);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	CHECK_INT(b.tv_sec - a.tv_sec, <=, 1);
+	CHECK_INT(bg_mono_ms() - a, <, WAIT_MS);
 	CHECK_INT(atomic_load(&c.ticks), ==, 1);
 	bgthread_stop(NULL);
 }
@@ -96,16 +112,16 @@ static void test_busy_ms(void)
 	int i;
 
 	CHECK_INT(bgthread_start(&t, "t-busy", 10, blocking_tick, NULL), ==, 0);
-	for (i = 0; i < 400 && !atomic_load(&entered); i++)
-		sleep_ms(5);
+	for (i = 0; i < WAIT_MS && !atomic_load(&entered); i++)
+		sleep_ms(1);
 	first = bgthread_busy_ms(t);
 	CHECK_INT(first, >=, 1);		/* running: never 0 */
 	sleep_ms(120);
 	later = bgthread_busy_ms(t);
 	CHECK_INT(later, >=, first + 100);
 	atomic_store(&release, 1);
-	for (i = 0; i < 400 && bgthread_busy_ms(t); i++)
-		sleep_ms(5);
+	for (i = 0; i < WAIT_MS && bgthread_busy_ms(t); i++)
+		sleep_ms(1);
 	CHECK_INT(bgthread_busy_ms(t), ==, 0);	/* sleeping its hour */
 	bgthread_stop(t);
 }

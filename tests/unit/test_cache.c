@@ -124,6 +124,7 @@ static void test_size_bound(void)
 		ce = attach(&e, key, NULL);
 		CHECK_INT(read_all(&e, ce, got, 3 * CS), ==, 0);
 		CHECK(!memcmp(got, data, 3 * CS));
+		fetch_drain(e.fetch);		/* stored after the reply */
 		cache_detach(e.cache, ce);
 		cache_usage(e.cache, &used, &limit, &files);
 		over += used > limit;
@@ -139,6 +140,7 @@ static void test_size_bound(void)
 		ce = attach(&e, "huge", NULL);
 		CHECK_INT(read_all(&e, ce, hg, 6 * CS), ==, 0);
 		CHECK(!memcmp(hg, huge, 6 * CS));
+		fetch_drain(e.fetch);
 		cache_usage(e.cache, &used, &limit, &files);
 		CHECK_INT(used, <=, limit);
 		CHECK_INT(e.st.chunks_not_stored, >, 0);
@@ -419,7 +421,6 @@ static void test_tail_eviction_of_unverified_chunks(void)
 	     *db = pattern(2 * CS + 5, 2), *dc = pattern(2 * CS, 3);
 	struct centry *ce, *b;
 	uint32_t n, left = 0;
-	int i;
 
 	three_objects(&e, got, da, db, dc);
 	ce = attach(&e, "b", NULL);
@@ -433,8 +434,7 @@ static void test_tail_eviction_of_unverified_chunks(void)
 	ce = attach(&e, "c", NULL);
 	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
 	CHECK(!memcmp(got, dc, 2 * CS));
-	for (i = 0; i < 200 && !cache_is_complete(e.cache, ce); i++)
-		usleep(10000);		/* stored after the reply */
+	fetch_drain(e.fetch);		/* stored after the reply */
 	CHECK(cache_is_complete(e.cache, ce));
 	cache_detach(e.cache, ce);
 	b = attach(&e, "b", NULL);
@@ -531,7 +531,7 @@ static void test_evicted_files_become_spares(void)
 	struct centry *ce;
 	bool empty;
 	struct env e;
-	int i, j;
+	int i;
 
 	env_init_lru(&e, 4 * CS);
 	for (i = 0; i < 8; i++) {
@@ -543,8 +543,7 @@ static void test_evicted_files_become_spares(void)
 		ce = attach(&e, key, NULL);
 		CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
 		CHECK(!memcmp(got, data[i], 2 * CS));
-		for (j = 0; j < 200 && !cache_is_complete(e.cache, ce); j++)
-			usleep(10000);		/* stored after the reply */
+		fetch_drain(e.fetch);		/* stored after the reply */
 		cache_detach(e.cache, ce);
 	}
 	CHECK_INT(e.st.evictions, >=, 5);
@@ -665,7 +664,7 @@ static void test_lent_file_is_never_changed_in_place(void)
 	uint64_t reads;
 	struct env e;
 	bool empty;
-	int i, kfd, fd;
+	int kfd, fd;
 
 	if (!got)
 		abort();
@@ -679,8 +678,7 @@ static void test_lent_file_is_never_changed_in_place(void)
 	cache_detach(e.cache, ce);
 	b = attach(&e, "b", NULL);
 	CHECK_INT(read_all(&e, b, got, 2 * CS + 5), ==, 0);
-	for (i = 0; i < 200 && !cache_is_complete(e.cache, b); i++)
-		usleep(10000);		/* stored after the reply */
+	fetch_drain(e.fetch);		/* stored after the reply */
 	kfd = cache_passthrough_fd(e.cache, b);
 	CHECK(kfd >= 0);
 	CHECK(b->lent);
@@ -691,8 +689,7 @@ static void test_lent_file_is_never_changed_in_place(void)
 	 * chunks */
 	ce = attach(&e, "d", NULL);
 	CHECK_INT(read_all(&e, ce, got, 2 * CS), ==, 0);
-	for (i = 0; i < 200 && !cache_is_complete(e.cache, ce); i++)
-		usleep(10000);
+	fetch_drain(e.fetch);		/* stored after the reply */
 	CHECK(cache_is_complete(e.cache, ce));
 	cache_detach(e.cache, ce);
 	b = attach(&e, "b", NULL);

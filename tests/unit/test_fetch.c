@@ -335,13 +335,14 @@ static void test_keep_verified_is_charged(void)
 	free(data);
 }
 
-/* wait until no chunk of @ce in 0..@n is being staged */
+/* wait until no chunk of @ce in 0..@n is being staged (a hang guard of
+ * a minute, not a timing) */
 static void wait_staged(struct env *e, struct centry *ce, uint32_t n)
 {
 	int i;
 	uint32_t c;
 
-	for (i = 0; i < 5000; i++) {
+	for (i = 0; i < 60000; i++) {
 		for (c = 0; c < n; c++)
 			if (cache_chunk_state(e->cache, ce, c) == CH_FETCHING)
 				break;
@@ -373,6 +374,7 @@ static void test_stage(void)
 	env_init(&e, 64 * CS, 0, READ_DIRECT);
 	env_stop(&e);
 	e.cf.memory_limit = 14 * CS;		/* staging: 7 chunks */
+	e.cf.ahead_ms = 0;		/* no link bound: the budget's alone */
 	env_start(&e);
 	mem_put(e.be, "st", data, 4 * CS);
 	ce = attach(&e, "st", NULL);
@@ -469,6 +471,82 @@ static void test_stage(void)
 	env_fini(&e);
 	free(data);
 	free(got);
+}
+
+/* a reader's answer that holds its completion thread until let go */
+struct held {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool entered, go;
+	int err;
+};
+
+static void held_done(void *arg, int err, const struct fetch_piece *p, int n)
+{
+	struct held *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	h->entered = true;
+	h->err = err;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->go)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/*
+ * A staged chunk counts once against the staging bound, also while its
+ * completion is still answering its reader: it is in the staged set from
+ * then on, no longer a staging read (counted twice, a fetch_stage() that
+ * fits was refused with -ENOSPC, depending on how fast the completion
+ * thread got to free its read).  The reader's answer holds the completion
+ * at that point.
+ */
+static void test_stage_counted_once(void)
+{
+	struct held h = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			  .cond = PTHREAD_COND_INITIALIZER };
+	char *data = pattern(5 * CS, 19);
+	struct centry *a, *b;
+	struct env e;
+	uint32_t c;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	env_stop(&e);
+	e.cf.memory_limit = 14 * CS;		/* staging: 7 chunks */
+	e.cf.ahead_ms = 0;
+	env_start(&e);
+	mem_put(e.be, "a", data, 5 * CS);
+	mem_put(e.be, "b", data, 2 * CS);
+	a = attach(&e, "a", NULL);
+	b = attach(&e, "b", NULL);
+	for (c = 0; c < 5; c++)
+		CHECK_INT(fetch_stage(e.fetch, a, c, false), ==, 1);
+	wait_staged(&e, a, 5);
+	/* the 6th, with a reader waiting for it */
+	mem_hold(e.be);
+	CHECK_INT(fetch_stage(e.fetch, b, 0, false), ==, 1);
+	CHECK_INT(fetch_read(e.fetch, b, 0, 4096, held_done, &h), ==, 0);
+	mem_release(e.be);
+	pthread_mutex_lock(&h.lock);
+	while (!h.entered)
+		pthread_cond_wait(&h.cond, &h.lock);
+	pthread_mutex_unlock(&h.lock);
+	CHECK_INT(h.err, ==, 0);
+	CHECK(fetch_is_staged(e.fetch, b, 0));
+	/* 6 staged + 1: the 7th fits */
+	CHECK_INT(fetch_stage(e.fetch, b, 1, false), ==, 1);
+	pthread_mutex_lock(&h.lock);
+	h.go = true;
+	pthread_cond_broadcast(&h.cond);
+	pthread_mutex_unlock(&h.lock);
+	wait_staged(&e, b, 2);
+	CHECK_INT(e.st.staged_chunks, ==, 7);
+	CHECK_INT(mem_reads(e.be), ==, 7);
+	fetch_close(e.fetch, a);
+	fetch_close(e.fetch, b);
+	env_fini(&e);
+	free(data);
 }
 
 static bool want_flag;
@@ -673,6 +751,7 @@ int main(void)
 	TEST(test_memchunk_holds);
 	TEST(test_keep_verified_is_charged);
 	TEST(test_stage);
+	TEST(test_stage_counted_once);
 	TEST(test_stage_kept_for_a_reader_to_come);
 	TEST(test_queued_prefetch_counted);
 	TEST(test_speculation_bounded_by_link);
