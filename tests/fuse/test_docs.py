@@ -33,6 +33,10 @@ SOURCES = sorted(glob.glob(os.path.join(ROOT, "src", "*.c")) +
 
 # options of other programs that the docs quote: option -> the program
 FOREIGN = {
+    "variant": "mmdebstrap", "pull": "podman build", "network": "podman",
+    "image": "tests/containers/kube.py", "hostpath": "tests/containers/kube.py",
+    "secrets": "tests/containers/kube.py", "env": "podman run",
+    "preserve-fds": "podman run", "cgroup-manager": "podman", "ulimit": "podman",
     "from-literal": "kubectl create secret", "from-file": "kubectl create secret",
     "propagation": "unshare", "mount": "unshare", "make-shared": "mount",
     "make-rshared": "mount", "bind": "mount", "make-slave": "mount",
