@@ -65,15 +65,6 @@ struct cache_ident {
 	const char *version;
 };
 
-/* one file's heat, for cache_heat_each() */
-struct heat_row {
-	uint64_t fid;
-	double score;		/* decayed to the last access */
-	uint64_t count, bytes;
-	int64_t last;
-	bool pinned, cached;
-};
-
 /*
  * cache_check_dir() - may @dir hold a cache?  It must be a directory
  * owned by the daemon's user and writable by nobody else, and its

@@ -4,10 +4,16 @@
  *
  * The policy owns the space accounting (limit, used, reserved) and decides
  * admission and victims through one entry point, policy_admit().  It is
- * pure bookkeeping: no I/O, no locks.  The cache serializes every call
- * under its own lock and tells the policy what happens to files:
- * add/del (a cache entry exists or not), touch (an open), charge (bytes
- * stored or dropped), in_use (open or busy: never a victim).
+ * bookkeeping: no I/O and no lock of its own.  Every function here is
+ * called under the cache lock (the cache serializes them), and the
+ * future's callbacks are called under it too.  The policy owns its nodes
+ * (one per file, src/policy_priv.h); the cache holds them as opaque
+ * pointers and tells the policy what happens to files: add/del (a cache
+ * entry exists or not), touch (an open), charge (bytes stored or
+ * dropped), in_use (open or busy: never a victim), pin, read (bytes read
+ * through the daemon), prefetched (cached ahead of use); it exports and
+ * loads heat through policy_heat_each(), policy_heat_flush() and
+ * policy_heat_load().
  *
  * Policies (chosen by name only in policy_init()):
  *  "lru"    evict the least recently used; always admit (the baseline).
@@ -88,30 +94,10 @@
  */
 #define POLICY_RANK_SAMPLE	4096
 
-struct policy_node {		/* one per file ever accessed (heat) */
-	struct policy_node *prev, *next;	/* entries (see struct policy) */
-	uint64_t fid;
-	uint64_t bytes;		/* bytes read through the daemon */
-	uint64_t cached;	/* bytes on disk of the current version */
-	int64_t last;		/* last access, seconds */
-	uint64_t count;		/* accesses */
-	double score;		/* decayed heat at score_at */
-	int64_t score_at;
-	double prior;		/* heat just before the latest access */
-	uint64_t taking;	/* bytes chosen to go in this admission */
-	double hkey;		/* heat as a timeless key (heatheap.h) */
-	uint64_t seq;		/* when linked: order among equal last */
-	size_t hpos;		/* place in the heat heap + 1; 0: out */
-	uint64_t ukey;		/* use heap (useheap.h): key of its first */
-	uint64_t utail;		/* byte, and of its last cached chunk */
-	uint32_t upos;		/* place in its use heap + 1; 0: out */
-	uint8_t uslot;		/* that heap */
-	bool usure;		/* USEHEAP_NONE: no use, as last asked */
-	bool dirty;		/* heat changed since the last flush */
-	bool pinned;
-	bool in_use;		/* open or busy: not evictable */
-	bool prefetched;	/* cached ahead of use, not opened since */
-};
+/* one per file ever accessed: its heat, cached bytes and whether it may
+ * go; private to the policy (src/policy_priv.h), changed by the verbs
+ * below */
+struct policy_node;
 
 enum admit_kind { ADMIT_DEMAND, ADMIT_PREFETCH };
 
@@ -133,11 +119,12 @@ struct policy_ops {
 	/*
 	 * admit() - can @bytes more of @in (NULL: nobody, just get under
 	 * the limit) be cached?  Fills @out with the victims to evict first
-	 * (none if there is room).  Pure: nothing changes.
+	 * (none if there is room).  Nothing the caller sees changes (no
+	 * eviction, no reservation), but @p's use heaps and scratch do.
 	 * Return: the number of victims (0..POLICY_MAX_VICTIMS), or -ENOSPC
 	 * if @in is not worth the room (admission control) or nothing can go.
 	 */
-	int (*admit)(const struct policy *p, const struct policy_node *in,
+	int (*admit)(struct policy *p, const struct policy_node *in,
 		     uint64_t bytes, enum admit_kind kind,
 		     struct admission *out, int64_t now);
 };
@@ -209,7 +196,7 @@ struct stats;
 
 struct policy {
 	const struct policy_ops *ops;
-	struct policy_node head;	/* cache entries: lru order if
+	struct policy_node *head;	/* cache entries: lru order if
 					 * sorted, else link order */
 	bool sorted;			/* "lru": by last access */
 	struct policy_node *fresh_end;	/* sorted: last never-accessed
@@ -237,10 +224,10 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 		uint64_t limit, uint64_t chunk);
 void policy_release(struct policy *p);
 /* policy_node() - the node of @fid, created (not an entry) if new;
- * NULL on ENOMEM.  Nodes live until policy_release().  Its heat fields
- * (score, score_at, last) may be set directly only before policy_add():
- * afterwards only policy_touch() changes them (the heat heap's order). */
+ * NULL on ENOMEM.  Nodes live until policy_release(). */
 struct policy_node *policy_node(struct policy *p, uint64_t fid);
+/* policy_fid() - the file @n stands for */
+uint64_t policy_fid(const struct policy_node *n);
 /* policy_heat() - @n's heat decayed to @now */
 double policy_heat(const struct policy *p, const struct policy_node *n,
 		   int64_t now);
@@ -250,11 +237,44 @@ void policy_add(struct policy *p, struct policy_node *n);
 void policy_del(struct policy *p, struct policy_node *n);
 /* policy_touch() - @n was opened at @now (heat, recency) */
 void policy_touch(struct policy *p, struct policy_node *n, int64_t now);
+/* policy_in_use() - @n is open or busy (never a victim), or no more */
+void policy_in_use(struct policy *p, struct policy_node *n, bool in_use);
+/* policy_pin() - pin @fid's file (never a victim) or unpin it; its node is
+ * created if new.  0, or -ENOMEM */
+int policy_pin(struct policy *p, uint64_t fid, bool pin);
+/* policy_read() - @bytes of @n were read through the daemon (its heat
+ * record's bytes) */
+void policy_read(struct policy *p, struct policy_node *n, uint64_t bytes);
+/* policy_prefetched() - a prefetch cached bytes of @n while it was not
+ * open; policy_was_prefetched() says so until its next policy_touch() */
+void policy_prefetched(struct policy *p, struct policy_node *n);
+bool policy_was_prefetched(const struct policy_node *n);
+
+/* one file's heat as exported and stored */
+struct heat_row {
+	uint64_t fid;
+	double score;		/* decayed to the last access */
+	uint64_t count, bytes;
+	int64_t last;
+	bool pinned, cached;	/* cached: ignored by policy_heat_load() */
+};
+typedef int (*policy_heat_fn)(void *arg, const struct heat_row *r);
+/* policy_heat_each() - @fn on every known file until it returns non-zero;
+ * that value, or 0 */
+int policy_heat_each(const struct policy *p, policy_heat_fn fn, void *arg);
+/* policy_heat_flush() - @fn (its value ignored) on every file whose heat
+ * changed since the last flush, which then counts as unchanged */
+void policy_heat_flush(struct policy *p, policy_heat_fn fn, void *arg);
+/* policy_heat_load() - @r->fid's heat as stored (score as of its last
+ * access), its node created if new; an entry is re-placed in the heat
+ * order.  0, or -ENOMEM */
+int policy_heat_load(struct policy *p, const struct heat_row *r);
+
 /* policy_set_future() - where next uses come from (NULL: unknown) */
 void policy_set_future(struct policy *p, const struct policy_future *f);
 
 /* policy_admit() - see policy_ops.admit */
-int policy_admit(const struct policy *p, const struct policy_node *in,
+int policy_admit(struct policy *p, const struct policy_node *in,
 		 uint64_t bytes, enum admit_kind kind, struct admission *out,
 		 int64_t now);
 /* policy_reserve() - @bytes admitted (after the victims were dropped) */

@@ -188,7 +188,7 @@ static void idle_push_locked(struct cache *c, struct centry *ce)
 static void refs_changed_locked(struct cache *c, struct centry *ce)
 {
 	if (!ce->stale)
-		ce->pn->in_use = ce->opens || ce->busy;
+		policy_in_use(&c->pol, ce->pn, ce->opens || ce->busy);
 	if (ce->opens || ce->busy)
 		idle_unlink_locked(c, ce);	/* used again: files are open */
 }
@@ -292,7 +292,7 @@ static void forget_locked(struct cache *c, struct centry *ce)
 /* evict idle entry @v: accounting and index now, its file after unlock */
 static void evict_locked(struct cache *c, struct centry *v, struct later *l)
 {
-	if (v->pn->prefetched)
+	if (policy_was_prefetched(v->pn))
 		stat_add(c->st, prefetch_wasted_bytes, v->used);
 	stat_inc(c->st, evictions);
 	stat_add(c->st, evicted_bytes, v->used);
@@ -359,7 +359,7 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 	}
 	if (fd >= 0 && fd != ce->fd)
 		close(fd);
-	if (ce->pn->prefetched)
+	if (policy_was_prefetched(ce->pn))
 		stat_add(c->st, prefetch_wasted_bytes, freed);
 	stat_add(c->st, evicted_bytes, freed);
 	log_dbg("evict %" PRIu64 " bytes of %s", freed, str_log(ce->key));
@@ -451,7 +451,7 @@ static void move_tail_locked(struct cache *c, struct centry *ce,
 	}
 	ce->used -= freed;
 	policy_charge(&c->pol, ce->pn, -(int64_t)freed);
-	if (ce->pn->prefetched)
+	if (policy_was_prefetched(ce->pn))
 		stat_add(c->st, prefetch_wasted_bytes, freed);
 	stat_add(c->st, evicted_bytes, freed);
 	stat_inc(c->st, lent_moves);
@@ -492,10 +492,12 @@ static int make_room_locked(struct cache *c, struct centry *ce,
 		rc = policy_admit(&c->pol, in, need, kind, &adm, now_s());
 		if (rc < 0)
 			return rc;
-		for (i = 0; i < rc; i++)
-			drop_victim_locked(c, htab_get(&c->tab,
-						       adm.victims[i]->fid),
+		for (i = 0; i < rc; i++) {
+			uint64_t fid = policy_fid(adm.victims[i]);
+
+			drop_victim_locked(c, htab_get(&c->tab, fid),
 					   adm.take[i], l);
+		}
 	} while (adm.partial);
 	policy_reserve(&c->pol, need);
 	return 0;
@@ -718,16 +720,12 @@ static int direct_fd(struct cache *c, struct centry *ce)
 
 int cache_pin(struct cache *c, uint64_t fid, bool pin)
 {
-	struct policy_node *pn;
+	int rc;
 
 	pthread_mutex_lock(&c->lock);
-	pn = policy_node(&c->pol, fid);
-	if (pn) {
-		pn->pinned = pin;
-		pn->dirty = true;
-	}
+	rc = policy_pin(&c->pol, fid, pin);
 	pthread_mutex_unlock(&c->lock);
-	return pn ? 0 : -ENOMEM;
+	return rc;
 }
 
 int cache_evict_file(struct cache *c, uint64_t fid)
@@ -759,25 +757,10 @@ void cache_set_future(struct cache *c, const struct policy_future *f)
 int cache_heat_each(struct cache *c,
 		    int (*fn)(void *arg, const struct heat_row *r), void *arg)
 {
-	size_t i;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < c->pol.nodes.cap && !rc; i++) {
-		struct policy_node *n = c->pol.nodes.slot[i];
-		struct heat_row r;
-
-		if (!n)
-			continue;
-		r.fid = n->fid;
-		r.score = policy_heat(&c->pol, n, n->last);
-		r.count = n->count;
-		r.bytes = n->bytes;
-		r.last = n->last;
-		r.pinned = n->pinned;
-		r.cached = n->cached > 0;
-		rc = fn(arg, &r);
-	}
+	rc = policy_heat_each(&c->pol, fn, arg);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -1106,7 +1089,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 			meta_q_chunk(c->meta, ce->fid, n, &rec);
 		stat_inc(c->st, chunks_stored);
 		if (kind == ADMIT_PREFETCH && !ce->opens && !ce->stale)
-			ce->pn->prefetched = true;
+			policy_prefetched(&c->pol, ce->pn);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (rc && no_space(-rc)) {
@@ -1459,8 +1442,7 @@ void cache_read_done(struct centry *ce)
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes)
 {
 	pthread_mutex_lock(&c->lock);
-	ce->pn->bytes += bytes;
-	ce->pn->dirty = true;
+	policy_read(&c->pol, ce->pn, bytes);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1500,25 +1482,23 @@ void cache_usage(struct cache *c, uint64_t *used, uint64_t *limit,
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* queue heat row @r for the index (policy_heat_flush()) */
+static int queue_heat(void *arg, const struct heat_row *r)
+{
+	struct cache *c = arg;
+	struct heat_rec h = {
+		.count = r->count, .last = r->last, .bytes = r->bytes,
+		.score = r->score, .pinned = r->pinned,
+	};
+
+	meta_q_heat(c->meta, r->fid, &h);
+	return 0;
+}
+
 /* queue the heat of every file that changed; locked */
 static void flush_heat_locked(struct cache *c)
 {
-	size_t i;
-
-	for (i = 0; i < c->pol.nodes.cap; i++) {
-		struct policy_node *n = c->pol.nodes.slot[i];
-		struct heat_rec h;
-
-		if (!n || !n->dirty)
-			continue;
-		h.count = n->count;
-		h.last = n->last;
-		h.bytes = n->bytes;
-		h.score = policy_heat(&c->pol, n, n->last);
-		h.pinned = n->pinned;
-		meta_q_heat(c->meta, n->fid, &h);
-		n->dirty = false;
-	}
+	policy_heat_flush(&c->pol, queue_heat, c);
 }
 
 static int64_t heat_tick(void *arg)

@@ -58,18 +58,12 @@ static int load_chunk(void *arg, uint64_t fid, uint32_t n,
 static int load_heat(void *arg, uint64_t fid, const struct heat_rec *r)
 {
 	struct cache *c = arg;
-	struct policy_node *n = policy_node(&c->pol, fid);
+	struct heat_row h = {
+		.fid = fid, .score = r->score, .count = r->count,
+		.bytes = r->bytes, .last = r->last, .pinned = r->pinned,
+	};
 
-	if (!n)
-		return -ENOMEM;
-	n->last = r->last;
-	n->count = r->count;
-	n->bytes = r->bytes;
-	n->score = r->score;
-	n->score_at = r->last;
-	n->prior = r->score;
-	n->pinned = r->pinned;
-	return 0;
+	return policy_heat_load(&c->pol, &h);
 }
 
 /* punch the chunks of @ce the index does not hold out of @dirfd/@name */

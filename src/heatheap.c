@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "heatheap.h"
-#include "policy.h"
+#include "policy_priv.h"
 
 void heatheap_init(struct heatheap *h)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "compiler.h"
-#include "policy.h"
+#include "policy_priv.h"
 #include "stats.h"
 
 /* count @n in counter @field of the caller's stats, if any */
@@ -103,6 +103,7 @@ void policy_release(struct policy *p)
 		free(p->nodes.slot[i]);
 	htab_release(&p->nodes);
 	heatheap_release(&p->cold);
+	free(p->head);
 	if (p->scratch) {
 		free(p->scratch->nodes);
 		free(p->scratch->fids);
@@ -161,7 +162,7 @@ static void use_tail(const struct policy *p, struct policy_node *n)
 }
 
 /* put @n (out) back into its use heap; false if that failed */
-static bool use_put(const struct policy *p, struct policy_node *n)
+static bool use_put(struct policy *p, struct policy_node *n)
 {
 	if (useheap_insert(p->uses, n))
 		p->uses->lost = true;
@@ -206,7 +207,7 @@ static void index_sync(struct policy *p, struct policy_node *n, bool moved)
 static void list_unlink(struct policy *p, struct policy_node *n)
 {
 	if (p->fresh_end == n)	/* the prefix of never-accessed ones */
-		p->fresh_end = n->prev != &p->head ? n->prev : NULL;
+		p->fresh_end = n->prev != p->head ? n->prev : NULL;
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
 	n->prev = n->next = n;
@@ -220,16 +221,16 @@ static void list_unlink(struct policy *p, struct policy_node *n)
 static struct policy_node *lru_place(struct policy *p,
 				     const struct policy_node *n)
 {
-	struct policy_node *at = p->head.prev;
+	struct policy_node *at = p->head->prev;
 
 	if (n->last <= 0) {
 		/* never accessed (prefetched): after the others like it, which
 		 * are the list's front (fresh_end: the last of them) */
-		at = p->fresh_end ? p->fresh_end : &p->head;
-	} else if (p->head.next != &p->head && n->last < p->head.next->last) {
-		at = &p->head;		/* older than all: the front, at once */
+		at = p->fresh_end ? p->fresh_end : p->head;
+	} else if (p->head->next != p->head && n->last < p->head->next->last) {
+		at = p->head;		/* older than all: the front, at once */
 	}
-	while (at != &p->head && at->last > n->last)
+	while (at != p->head && at->last > n->last)
 		at = at->prev;
 	return at;
 }
@@ -242,13 +243,13 @@ void policy_add(struct policy *p, struct policy_node *n)
 
 	if (linked(n))
 		return;
-	at = p->sorted ? lru_place(p, n) : p->head.prev;
+	at = p->sorted ? lru_place(p, n) : p->head->prev;
 	n->prev = at;
 	n->next = at->next;
 	at->next->prev = n;
 	at->next = n;
 	if (p->sorted && n->last <= 0 &&
-	    (n->next == &p->head || n->next->last > 0))
+	    (n->next == p->head || n->next->last > 0))
 		p->fresh_end = n;
 	n->seq = ++p->seq;	/* among equal last, the list's order */
 	index_sync(p, n, true);
@@ -286,6 +287,110 @@ void policy_touch(struct policy *p, struct policy_node *n, int64_t now)
 	}
 }
 
+uint64_t policy_fid(const struct policy_node *n)
+{
+	return n->fid;
+}
+
+void policy_in_use(struct policy *p, struct policy_node *n, bool in_use)
+{
+	n->in_use = in_use;
+}
+
+int policy_pin(struct policy *p, uint64_t fid, bool pin)
+{
+	struct policy_node *n = policy_node(p, fid);
+
+	if (!n)
+		return -ENOMEM;
+	n->pinned = pin;
+	n->dirty = true;
+	return 0;
+}
+
+void policy_read(struct policy *p, struct policy_node *n, uint64_t bytes)
+{
+	n->bytes += bytes;
+	n->dirty = true;
+}
+
+void policy_prefetched(struct policy *p, struct policy_node *n)
+{
+	n->prefetched = true;
+}
+
+bool policy_was_prefetched(const struct policy_node *n)
+{
+	return n->prefetched;
+}
+
+/* ---- heat export and load ---- */
+
+static void heat_row_of(const struct policy *p, const struct policy_node *n,
+			struct heat_row *r)
+{
+	r->fid = n->fid;
+	r->score = policy_heat(p, n, n->last);
+	r->count = n->count;
+	r->bytes = n->bytes;
+	r->last = n->last;
+	r->pinned = n->pinned;
+	r->cached = n->cached > 0;
+}
+
+int policy_heat_each(const struct policy *p, policy_heat_fn fn, void *arg)
+{
+	struct heat_row r;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < p->nodes.cap && !rc; i++) {
+		if (!p->nodes.slot[i])
+			continue;
+		heat_row_of(p, p->nodes.slot[i], &r);
+		rc = fn(arg, &r);
+	}
+	return rc;
+}
+
+void policy_heat_flush(struct policy *p, policy_heat_fn fn, void *arg)
+{
+	struct heat_row r;
+	size_t i;
+
+	for (i = 0; i < p->nodes.cap; i++) {
+		struct policy_node *n = p->nodes.slot[i];
+
+		if (!n || !n->dirty)
+			continue;
+		heat_row_of(p, n, &r);
+		fn(arg, &r);
+		n->dirty = false;
+	}
+}
+
+int policy_heat_load(struct policy *p, const struct heat_row *r)
+{
+	struct policy_node *n = policy_node(p, r->fid);
+	bool entry;
+
+	if (!n)
+		return -ENOMEM;
+	entry = linked(n);	/* its heat orders the heaps: re-placed */
+	if (entry)
+		list_unlink(p, n);
+	n->last = r->last;
+	n->count = r->count;
+	n->bytes = r->bytes;
+	n->score = r->score;
+	n->score_at = r->last;
+	n->prior = r->score;
+	n->pinned = r->pinned;
+	if (entry)
+		policy_add(p, n);
+	return 0;
+}
+
 /* the use heaps, with every entry with bytes in USEHEAP_NONE; or none */
 static void use_start(struct policy *p)
 {
@@ -308,7 +413,7 @@ static void use_start(struct policy *p)
 		return;
 	}
 	useheap_init(p->uses);
-	for (n = p->head.next; n != &p->head; n = n->next)
+	for (n = p->head->next; n != p->head; n = n->next)
 		use_track(p, n, false);
 }
 
@@ -473,7 +578,7 @@ static bool cold_visit(void *arg, struct policy_node *n)
 }
 
 /* the policy's own buffers, changed under the caller's lock like the
- * rest of it (admissions take the policy const: they change no state) */
+ * rest of it (an admission changes no state the caller sees) */
 static int scratch_fit(struct rank_scratch *s, size_t n)
 {
 	size_t cap;
@@ -515,7 +620,7 @@ static size_t gcd(size_t a, size_t b)
  * over the heat heap's array (a random start and a random step prime to
  * its size), the eligible ones into the scratch buffers; their number.
  */
-static size_t gather_sample(const struct policy *p,
+static size_t gather_sample(struct policy *p,
 			    const struct policy_node *in)
 {
 	struct rank_scratch *s = p->scratch;
@@ -543,7 +648,7 @@ static size_t gather_sample(const struct policy *p,
  * or -ENOMEM (nothing offered: the caller asks one by one).  The entries
  * with bytes are the heat heap's, so its size bounds the eligible ones.
  */
-static int rank_many(const struct policy *p, const struct policy_node *in,
+static int rank_many(struct policy *p, const struct policy_node *in,
 		     struct pick_ctx *x)
 {
 	struct policy_node *n;
@@ -554,14 +659,14 @@ static int rank_many(const struct policy *p, const struct policy_node *in,
 	if (!p->cold_lost)		/* eligible ones have bytes: in it */
 		total = sample ? p->rank_sample : p->cold.n;
 	else
-		for (n = p->head.next; n != &p->head; n = n->next)
+		for (n = p->head->next; n != p->head; n = n->next)
 			total += eligible(n, in);
 	if (scratch_fit(p->scratch, total))
 		return -ENOMEM;
 	if (sample)
 		k = gather_sample(p, in);
 	else
-		for (n = p->head.next; n != &p->head; n = n->next) {
+		for (n = p->head->next; n != p->head; n = n->next) {
 			if (!eligible(n, in))
 				continue;
 			if (k == total)	/* cannot happen: never overrun */
@@ -593,7 +698,7 @@ static uint64_t use_dist(const struct policy *p, unsigned slot, uint64_t key)
 }
 
 /* forget every key: each node's use is asked again when it comes up */
-static int use_forget(const struct policy *p)
+static int use_forget(struct policy *p)
 {
 	struct rank_scratch *s = p->scratch;
 	struct useheap *u = p->uses;
@@ -618,7 +723,7 @@ static int use_forget(const struct policy *p)
  * or a list gone idle or active makes every key unknown.  0, or -errno
  * (then rank otherwise).
  */
-static int use_sync(const struct policy *p)
+static int use_sync(struct policy *p)
 {
 	struct rank_scratch *s = p->scratch;
 	long n, i;
@@ -685,7 +790,7 @@ static struct policy_node *use_peek(const struct policy *p, uint64_t *v)
  * -errno if this way of ranking must be given up for this admission.
  * What is taken off stays aside until use_restore().
  */
-static int use_next(const struct policy *p, const struct policy_node *in,
+static int use_next(struct policy *p, const struct policy_node *in,
 		    struct pick_ctx *x)
 {
 	struct rank_scratch *s = p->scratch;
@@ -744,7 +849,7 @@ static int use_next(const struct policy *p, const struct policy_node *in,
 }
 
 /* the nodes taken off in this admission back into their heaps */
-static void use_restore(const struct policy *p)
+static void use_restore(struct policy *p)
 {
 	struct rank_scratch *s = p->scratch;
 	size_t i;
@@ -756,7 +861,7 @@ static void use_restore(const struct policy *p)
 
 /* rank lazily from the use heaps, caught up with the lists: false if
  * they cannot be (then rank the other way) */
-static bool use_begin(const struct policy *p, struct pick_ctx *x)
+static bool use_begin(struct policy *p, struct pick_ctx *x)
 {
 	if (use_sync(p))
 		return false;
@@ -784,7 +889,7 @@ static bool use_more(const struct policy *p, const struct pick_ctx *x,
  * access, then link order: outranks()'s); by next use, or if the heap cannot be walked, every
  * entry is looked at.
  */
-static void rank_entries(const struct policy *p, const struct policy_node *in,
+static void rank_entries(struct policy *p, const struct policy_node *in,
 			 struct pick_ctx *x)
 {
 	struct policy_node *n;
@@ -807,7 +912,7 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 		policy_stat(p, victim_full_ranks, 1);
 	if (x->future && !x->blind && p->fut.many && !rank_many(p, in, x))
 		return;
-	for (n = p->head.next; n != &p->head; n = n->next) {
+	for (n = p->head->next; n != p->head; n = n->next) {
 		uint64_t use = x->future ? NEXT_USE_NONE : 0;
 
 		if (!eligible(n, in))
@@ -821,7 +926,7 @@ static void rank_entries(const struct policy *p, const struct policy_node *in,
 }
 
 /* the best candidate that may still give up bytes, or NULL */
-static const struct cand *best_cand(const struct policy *p,
+static const struct cand *best_cand(struct policy *p,
 				    const struct policy_node *in,
 				    struct pick_ctx *x, uint64_t *key)
 {
@@ -875,12 +980,12 @@ again:
  * of its bytes go; NULL if nothing may go, or nothing is worth less than
  * @in.
  */
-typedef struct policy_node *(*pick_fn)(const struct policy *p,
+typedef struct policy_node *(*pick_fn)(struct policy *p,
 				       const struct policy_node *in,
 				       enum admit_kind kind, uint64_t *take,
 				       struct pick_ctx *x);
 
-static struct policy_node *lru_pick(const struct policy *p,
+static struct policy_node *lru_pick(struct policy *p,
 				    const struct policy_node *in,
 				    enum admit_kind kind, uint64_t *take,
 				    struct pick_ctx *x)
@@ -888,7 +993,7 @@ static struct policy_node *lru_pick(const struct policy *p,
 	struct policy_node *n;
 
 	(void)x;
-	for (n = p->head.next; n != &p->head; n = n->next)
+	for (n = p->head->next; n != p->head; n = n->next)
 		if (eligible(n, in)) {
 			*take = n->cached - n->taking;
 			return n;
@@ -903,7 +1008,7 @@ static bool hotter(const struct policy_node *in, double heat)
 }
 
 /* the coldest eligible entry, if @in is clearly hotter than it */
-static struct policy_node *heat_pick(const struct policy *p,
+static struct policy_node *heat_pick(struct policy *p,
 				     const struct policy_node *in,
 				     enum admit_kind kind, uint64_t *take,
 				     struct pick_ctx *x)
@@ -923,7 +1028,7 @@ static struct policy_node *heat_pick(const struct policy *p,
  * (a file's last cached chunk; files with no known use, whole, coldest
  * first), and only if @in's next chunk is needed sooner.
  */
-static struct policy_node *auto_pick(const struct policy *p,
+static struct policy_node *auto_pick(struct policy *p,
 				     const struct policy_node *in,
 				     enum admit_kind kind, uint64_t *take,
 				     struct pick_ctx *x)
@@ -956,7 +1061,7 @@ static struct policy_node *auto_pick(const struct policy *p,
  * marked (taking) while choosing and unmarked before returning, so
  * nothing changes.
  */
-static int choose(const struct policy *p, const struct policy_node *in,
+static int choose(struct policy *p, const struct policy_node *in,
 		  uint64_t bytes, enum admit_kind kind, pick_fn pick,
 		  struct admission *out, int64_t now)
 {
@@ -1015,28 +1120,28 @@ static int choose(const struct policy *p, const struct policy_node *in,
 	return rc ? rc : n;
 }
 
-static int lru_admit(const struct policy *p, const struct policy_node *in,
+static int lru_admit(struct policy *p, const struct policy_node *in,
 		     uint64_t bytes, enum admit_kind kind,
 		     struct admission *out, int64_t now)
 {
 	return choose(p, in, bytes, kind, lru_pick, out, now);
 }
 
-static int heat_admit(const struct policy *p, const struct policy_node *in,
+static int heat_admit(struct policy *p, const struct policy_node *in,
 		      uint64_t bytes, enum admit_kind kind,
 		      struct admission *out, int64_t now)
 {
 	return choose(p, in, bytes, kind, heat_pick, out, now);
 }
 
-static int auto_admit(const struct policy *p, const struct policy_node *in,
+static int auto_admit(struct policy *p, const struct policy_node *in,
 		      uint64_t bytes, enum admit_kind kind,
 		      struct admission *out, int64_t now)
 {
 	return choose(p, in, bytes, kind, auto_pick, out, now);
 }
 
-int policy_admit(const struct policy *p, const struct policy_node *in,
+int policy_admit(struct policy *p, const struct policy_node *in,
 		 uint64_t bytes, enum admit_kind kind, struct admission *out,
 		 int64_t now)
 {
@@ -1062,11 +1167,12 @@ int policy_init(struct policy *p, const char *name, double half_life_s,
 		return -EINVAL;
 	p->sorted = p->ops == &ops[0];	/* lru */
 	p->scratch = calloc(1, sizeof(*p->scratch));
-	if (!p->scratch)
-		return -ENOMEM;
+	p->head = calloc(1, sizeof(*p->head));
+	if (!p->scratch || !p->head)
+		return -ENOMEM;		/* policy_release() frees them */
 	p->scratch->rng = 0x9e3779b97f4a7c15ULL;	/* fixed: reproducible */
 	p->rank_sample = POLICY_RANK_SAMPLE;
-	p->head.prev = p->head.next = &p->head;
+	p->head->prev = p->head->next = p->head;
 	heatheap_init(&p->cold);
 	p->half_life_s = half_life_s;
 	p->limit = limit;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "heatheap.h"
-#include "policy.h"
+#include "policy_priv.h"
 #include "useheap.h"
 
 void useheap_init(struct useheap *u)

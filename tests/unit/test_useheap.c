@@ -16,7 +16,7 @@
 
 #include "compiler.h"
 #include "lists.h"
-#include "policy.h"
+#include "../../src/policy_priv.h"	/* the nodes: the policy's test seam */
 #include "runner.h"
 #include "shuffle.h"
 #include "useheap.h"
