@@ -1,88 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* lists.c - see lists.h and docs/epochs.md */
+/*
+ * lists.c - the table of lists, their epochs (publish, begin), the
+ * reader's position and the window ahead of it; see lists.h,
+ * lists_priv.h and docs/epochs.md
+ */
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "compiler.h"
-#include "htab.h"
-#include "lists.h"
-#include "pathmap.h"
-#include "policy.h"
-
-struct ent {
-	uint64_t fid;
-	uint64_t size;
-	uint64_t off;		/* bytes of the files before it in the list */
-	uint32_t idx;
-};
-
-struct epoch {
-	struct ent *ents;	/* in list order */
-	uint32_t n;
-	struct htab by_fid;	/* fid -> ent */
-	uint64_t bytes;
-	int64_t no;		/* epoch number */
-	uint64_t serial;	/* unique, grows with each publish (marks) */
-	uint64_t *read;		/* bit per ent: opened this epoch */
-	uint32_t low;		/* first ent neither read nor skipped */
-	uint32_t high;		/* one past the furthest ent opened */
-	uint32_t read_ahead;	/* read bits at idx >= low */
-	uint64_t opened, ready;	/* first opens, of which fully cached */
-};
-
-/* a position in a list's epochs: ent i of the epoch with this serial */
-struct mark {
-	uint64_t serial;	/* 0: none */
-	uint32_t i;
-};
-
-struct rlist {
-	char name[LIST_NAME_MAX];
-	struct epoch *cur;	/* NULL: none yet, or waiting for @want */
-	struct epoch *q[LIST_QUEUE_MAX];	/* queued, by number */
-	unsigned nq;
-	int64_t want;		/* begun, unpublished; or LIST_NO_EPOCH */
-	uint32_t want_at;
-	int64_t last_no;	/* number of the latest current epoch */
-	uint64_t *strag;	/* previous epoch's files still in flight, */
-	uint32_t nstrag;	/* sorted (see take_straggler()) */
-	uint64_t epochs;	/* completed (advanced past) */
-	double last_ratio;	/* hit ratio of the previous epoch, -1 none */
-	double stop;		/* where the previous epoch ended, as a
-				 * fraction of its list (1: at its end) */
-	struct mark ready;	/* every unread file before it was on disk
-				 * when last looked at */
-	struct mark work;	/* every unread file before it was on disk,
-				 * on its way there or staged: nothing left
-				 * to do (lists_window_ahead()) */
-	uint64_t active_ms;	/* last open, publish or begin */
-	struct list_report last_report;
-};
-
-_Static_assert(LISTS_MAX <= POLICY_FUTURE_SLOTS, "a slot per list");
-
-struct lists {
-	pthread_mutex_t lock;
-	struct rlist *l[LISTS_MAX];
-	unsigned n;
-	uint64_t gen;		/* see lists_sync() */
-	uint64_t serials;	/* the last epoch's serial (placed in order) */
-	uint64_t nreads;	/* files marked read, ever */
-	uint64_t reads[LISTS_READS];	/* the latest of them, by nreads */
-	unsigned window;	/* out-of-order window, files */
-	uint64_t idle_ms;	/* 0: never idle */
-	lists_clock_fn now_ms;
-	void *clock_arg;
-};
-
-static uint64_t ent_key(const void *e)
-{
-	return ((const struct ent *)e)->fid;
-}
+#include "lists_priv.h"
 
 static uint64_t mono_ms(void *arg)
 {
@@ -90,16 +18,6 @@ static uint64_t mono_ms(void *arg)
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void epoch_free(struct epoch *e)
-{
-	if (!e)
-		return;
-	htab_release(&e->by_fid);
-	free(e->ents);
-	free(e->read);
-	free(e);
 }
 
 struct lists *lists_create(void)
@@ -181,51 +99,10 @@ bool lists_name_ok(const char *name)
 
 /* ---- one epoch: read bits, low and high ---- */
 
-static bool is_read(const struct epoch *e, uint32_t i)
-{
-	return e->read[i / 64] >> (i % 64) & 1;
-}
-
-/* files of the out-of-order window, and of the "just re-opened" one */
-static uint32_t ooo_window(const struct lists *l, const struct epoch *e)
-{
-	return MIN(l->window, e->n);
-}
-
+/* files of the "just re-opened" window */
 static uint32_t repeat_window(const struct lists *l, const struct epoch *e)
 {
 	return MIN(l->window, MAX(e->n / 4, 1U));
-}
-
-/* files the reader still has to open from low on */
-static uint64_t remaining(const struct epoch *e)
-{
-	return e->n - e->low - e->read_ahead;
-}
-
-/*
- * One past the last file of @r's current epoch @e the reader is expected
- * to open: where the previous epoch ended, at the same fraction of the
- * list (a loader with drop_last, max_steps or limit_train_batches stops
- * at the same place every epoch), until the reader goes past it.  Files
- * from there on take their next use from the queued epochs.  Never below
- * low: high >= low, and high > end lifts the limit.
- */
-static uint32_t expected_end(const struct rlist *r, const struct epoch *e)
-{
-	uint32_t end;
-
-	if (r->stop >= 1.0)
-		return e->n;
-	end = (uint32_t)(r->stop * e->n + 0.5);
-	return e->high > end ? e->n : end;
-}
-
-/* remaining() up to expected_end() (read files are all below it) */
-static uint64_t remaining_expected(const struct rlist *r,
-				   const struct epoch *e)
-{
-	return expected_end(r, e) - e->low - e->read_ahead;
 }
 
 /* low past the read files in front of it */
@@ -271,216 +148,9 @@ static void restart(struct epoch *e, uint64_t at)
 	e->opened = e->ready = 0;
 }
 
-static bool unread_ahead(const struct epoch *e, const struct ent *x)
-{
-	return x->idx >= e->low && !is_read(e, x->idx);
-}
-
-static bool fully_read(const struct epoch *e)
-{
-	return e->low >= e->n;
-}
-
-/* ---- parsing ---- */
-
-static void reject(struct list_report *rep, enum list_reject why)
-{
-	rep->rejected[why]++;
-	if (!rep->first_line[why])
-		rep->first_line[why] = rep->lines;
-}
-
-/* the next blank-separated word of [*p, end); false if none */
-static bool word(const char **p, const char *end, const char **w, size_t *wl)
-{
-	const char *s = *p;
-
-	while (s < end && (*s == ' ' || *s == '\t'))
-		s++;
-	if (s == end)
-		return false;
-	*w = s;
-	while (s < end && *s != ' ' && *s != '\t')
-		s++;
-	*wl = s - *w;
-	*p = s;
-	return true;
-}
-
-static bool number(const char *w, size_t wl, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (!wl || wl > 19)
-		return false;
-	for (i = 0; i < wl; i++) {
-		if (w[i] < '0' || w[i] > '9')
-			return false;
-		v = v * 10 + (w[i] - '0');
-	}
-	if (v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool is_word(const char *w, size_t wl, const char *s)
-{
-	return wl == strlen(s) && !memcmp(w, s, wl);
-}
-
-/*
- * "# epoch N", "# begin", "# begin N", "# begin at K", "# begin N at K"
- * (the '#' may touch the keyword); anything else is not a header.
- */
-static bool header(const char *line, size_t ll, struct list_report *rep)
-{
-	const char *p = line + 1, *end = line + ll, *w;
-	uint64_t n, at = 0;
-	int64_t no = LIST_NO_EPOCH;
-	size_t wl;
-
-	if (!ll || line[0] != '#' || !word(&p, end, &w, &wl))
-		return false;
-	if (is_word(w, wl, "epoch")) {
-		if (!word(&p, end, &w, &wl) ||
-		    !number(w, wl, LIST_EPOCH_MAX - 1, &n) ||
-		    word(&p, end, &w, &wl))
-			return false;
-		rep->epoch = (int64_t)n;
-		return true;
-	}
-	if (!is_word(w, wl, "begin"))
-		return false;
-	if (!word(&p, end, &w, &wl))
-		goto out_ok;			/* "# begin" */
-	if (!is_word(w, wl, "at")) {
-		if (!number(w, wl, LIST_EPOCH_MAX - 1, &n))
-			return false;
-		no = (int64_t)n;
-		if (!word(&p, end, &w, &wl))
-			goto out_ok;		/* "# begin N" */
-		if (!is_word(w, wl, "at"))
-			return false;
-	}
-	if (!word(&p, end, &w, &wl) || !number(w, wl, UINT32_MAX, &at) ||
-	    word(&p, end, &w, &wl))
-		return false;
-out_ok:
-	rep->begin = true;
-	rep->begin_epoch = no;
-	rep->begin_at = at;
-	return true;
-}
-
-static int epoch_grow(struct epoch *e, size_t *cap)
-{
-	struct ent *ne;
-	size_t i;
-
-	*cap = *cap ? *cap * 2 : 1024;
-	ne = realloc(e->ents, *cap * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	/* the table points into the array: rebuild it */
-	e->ents = ne;
-	htab_release(&e->by_fid);
-	for (i = 0; i < e->n; i++)
-		if (htab_put(&e->by_fid, &e->ents[i]))
-			return -ENOMEM;
-	return 0;
-}
-
-/*
- * parse @text into a new epoch (headers into @rep); *@out NULL if no path
- * was accepted.  Return 0 or -ENOMEM.
- */
-static int parse(const char *text, size_t len, list_resolve_fn resolve,
-		 void *arg, struct list_report *rep, struct epoch **out)
-{
-	struct epoch *e = calloc(1, sizeof(*e));
-	size_t at = 0, cap = 0;
-	bool in_header = true;
-
-	*out = NULL;
-	if (!e)
-		return -ENOMEM;
-	htab_init(&e->by_fid, ent_key);
-	while (at < len) {
-		const char *line = text + at, *nl = memchr(line, '\n', len - at);
-		size_t ll = nl ? (size_t)(nl - line) : len - at;
-		uint64_t fid, size;
-		int rc;
-
-		at += ll + (nl ? 1 : 0);
-		rep->lines++;
-		if (ll && line[ll - 1] == '\r')
-			ll--;
-		if (in_header && ll <= LIST_LINE_MAX && header(line, ll, rep)) {
-			rep->headers++;
-			continue;
-		}
-		in_header = false;
-		while (ll && line[0] == '/') {	/* "/a/b" means "a/b" */
-			line++;
-			ll--;
-		}
-		if (!ll) {
-			reject(rep, LR_EMPTY);
-			continue;
-		}
-		if (ll > LIST_LINE_MAX) {
-			reject(rep, LR_TOO_LONG);
-			continue;
-		}
-		if (memchr(line, '\0', ll) || !utf8_valid(line, ll)) {
-			reject(rep, LR_BINARY);
-			continue;
-		}
-		rc = resolve(arg, line, ll, &fid, &size);
-		if (rc == -EISDIR) {
-			reject(rep, LR_DIRECTORY);
-			continue;
-		}
-		if (rc) {
-			reject(rep, LR_UNKNOWN);
-			continue;
-		}
-		if (htab_get(&e->by_fid, fid)) {
-			reject(rep, LR_DUPLICATE);
-			continue;
-		}
-		if (e->n == UINT32_MAX - 1 ||
-		    (e->n == cap && epoch_grow(e, &cap)))
-			goto out_free;
-		e->ents[e->n] = (struct ent){ .fid = fid, .size = size,
-					      .off = e->bytes, .idx = e->n };
-		if (htab_put(&e->by_fid, &e->ents[e->n]))
-			goto out_free;
-		e->n++;
-		e->bytes += size;
-		rep->max_size = MAX(rep->max_size, size);
-		rep->accepted++;
-		rep->bytes += size;
-	}
-	if (!e->n) {
-		epoch_free(e);
-		return 0;
-	}
-	e->read = calloc((e->n + 63) / 64, sizeof(*e->read));
-	if (!e->read)
-		goto out_free;
-	*out = e;
-	return 0;
-out_free:
-	epoch_free(e);
-	return -ENOMEM;
-}
-
 /* ---- a list's epochs ---- */
 
-static struct rlist *find(struct lists *l, const char *name)
+struct rlist *rlist_find(struct lists *l, const char *name)
 {
 	unsigned i;
 
@@ -488,11 +158,6 @@ static struct rlist *find(struct lists *l, const char *name)
 		if (!strcmp(l->l[i]->name, name))
 			return l->l[i];
 	return NULL;
-}
-
-static bool is_idle(const struct lists *l, const struct rlist *r, uint64_t now)
-{
-	return l->idle_ms && now - r->active_ms >= l->idle_ms;
 }
 
 /*
@@ -520,7 +185,7 @@ static int make_room(struct lists *l, uint64_t now)
 static int find_or_add(struct lists *l, const char *name, uint64_t now,
 		       struct rlist **out)
 {
-	struct rlist *r = find(l, name);
+	struct rlist *r = rlist_find(l, name);
 
 	if (!r) {
 		if (l->n == LISTS_MAX && make_room(l, now))
@@ -960,7 +625,7 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 	report_init(rep);
 	if (!lists_name_ok(name))
 		return -EINVAL;
-	rc = parse(text, len, resolve, arg, rep, &e);
+	rc = epoch_parse(text, len, resolve, arg, rep, &e);
 	if (rc)
 		return rc;
 	/* a begin alone has no path line; paths all refused change nothing */
@@ -1117,239 +782,6 @@ bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
 	return moved || advanced || jumped;
 }
 
-/* bytes of @e from ent @i on (@i <= n) */
-static uint64_t bytes_from(const struct epoch *e, uint32_t i)
-{
-	return i < e->n ? e->bytes - e->ents[i].off : 0;
-}
-
-/* keep the two smallest of *@a <= *@b and @v */
-static void two_min(uint64_t *a, uint64_t *b, uint64_t v)
-{
-	if (v < *a) {
-		*b = *a;
-		*a = v;
-	} else if (v < *b) {
-		*b = v;
-	}
-}
-
-/*
- * The soonest use of @fid over the active lists, and in *@after the use
- * after it (the soonest two over every list's uses in its current and
- * queued epochs), counted in files or (@bytes) in bytes read before it.
- */
-/* @fid's entry in @r's current epoch if it is still to be read there
- * (unread, before the expected end), else NULL */
-static const struct ent *ahead_now(const struct rlist *r, uint64_t fid)
-{
-	const struct epoch *e = r->cur;
-	const struct ent *x = e ? htab_get(&e->by_fid, fid) : NULL;
-
-	return x && unread_ahead(e, x) && x->idx < expected_end(r, e) ? x :
-									NULL;
-}
-
-/* the first @want uses of @fid in (active) list @r into the two minima;
- * each later use in @r is later than the ones before it */
-static void uses_in(const struct rlist *r, uint64_t fid, bool bytes,
-		    unsigned want, uint64_t *best, uint64_t *second)
-{
-	const struct epoch *e = r->cur;
-	const struct ent *x;
-	uint64_t base = 0;
-	unsigned found = 0, k;
-
-	if (e) {
-		uint32_t end = expected_end(r, e);
-
-		x = ahead_now(r, fid);
-		if (x) {
-			two_min(best, second, bytes ?
-				x->off - e->ents[e->low].off :
-				(uint64_t)(x->idx - e->low));
-			found++;
-		}
-		base = bytes ? bytes_from(e, e->low) - bytes_from(e, end) :
-			       remaining_expected(r, e);
-	}
-	for (k = 0; k < r->nq && found < want; k++) {
-		x = htab_get(&r->q[k]->by_fid, fid);
-		if (x) {
-			two_min(best, second, base + (bytes ? x->off : x->idx));
-			found++;
-		}
-		base += bytes ? r->q[k]->bytes : r->q[k]->n;
-	}
-}
-
-/* the lists not idle at @now into @act; their number */
-static unsigned active_lists(const struct lists *l, uint64_t now,
-			     const struct rlist **act)
-{
-	unsigned i, n = 0;
-
-	for (i = 0; i < l->n; i++)
-		if (!is_idle(l, l->l[i], now))
-			act[n++] = l->l[i];
-	return n;
-}
-
-static uint64_t next_use(struct lists *l, uint64_t fid, bool bytes,
-			 uint64_t *after)
-{
-	uint64_t best = UINT64_MAX, second = UINT64_MAX;
-	const struct rlist *act[LISTS_MAX];
-	unsigned i, n;
-
-	pthread_mutex_lock(&l->lock);
-	n = active_lists(l, l->now_ms(l->clock_arg), act);
-	for (i = 0; i < n; i++)
-		uses_in(act[i], fid, bytes, 2, &best, &second);
-	pthread_mutex_unlock(&l->lock);
-	if (after)
-		*after = second;
-	return best;
-}
-
-void lists_next_use_many(void *arg, const uint64_t *fids, uint64_t *uses,
-			 size_t nfids)
-{
-	struct lists *l = arg;
-	const struct rlist *act[LISTS_MAX];
-	unsigned i, n;
-	size_t j;
-
-	pthread_mutex_lock(&l->lock);
-	n = active_lists(l, l->now_ms(l->clock_arg), act);
-	for (j = 0; j < nfids; j++) {
-		uint64_t second = UINT64_MAX;
-
-		uses[j] = UINT64_MAX;
-		for (i = 0; i < n; i++)
-			uses_in(act[i], fids[j], true, 1, &uses[j], &second);
-	}
-	pthread_mutex_unlock(&l->lock);
-}
-
-bool lists_unread_now(struct lists *l, uint64_t fid)
-{
-	bool unread = false;
-	uint64_t now;
-	unsigned i;
-
-	pthread_mutex_lock(&l->lock);
-	now = l->now_ms(l->clock_arg);
-	for (i = 0; i < l->n && !unread; i++)
-		unread = !is_idle(l, l->l[i], now) && ahead_now(l->l[i], fid);
-	pthread_mutex_unlock(&l->lock);
-	return unread;
-}
-
-uint64_t lists_next_use(void *arg, uint64_t fid)
-{
-	return next_use(arg, fid, false, NULL);
-}
-
-uint64_t lists_next_use_bytes(void *arg, uint64_t fid, uint64_t *after)
-{
-	return next_use(arg, fid, true, after);
-}
-
-bool lists_known(void *arg)
-{
-	struct lists *l = arg;
-	const struct rlist *act[LISTS_MAX];
-	bool known = false;
-	unsigned i, n;
-
-	pthread_mutex_lock(&l->lock);
-	n = active_lists(l, l->now_ms(l->clock_arg), act);
-	for (i = 0; i < n && !known; i++)
-		known = act[i]->cur || act[i]->nq;
-	pthread_mutex_unlock(&l->lock);
-	return known;
-}
-
-/* ---- the same, incrementally (policy_future: sync, where, reads) ---- */
-
-/* bytes of @r's current epoch before its low: where its keys count from */
-static uint64_t origin(const struct rlist *r)
-{
-	const struct epoch *e = r->cur;
-
-	return e ? e->bytes - bytes_from(e, e->low) : 0;
-}
-
-void lists_sync(void *arg, struct future_sync *s)
-{
-	struct lists *l = arg;
-	uint64_t now;
-	unsigned i;
-
-	pthread_mutex_lock(&l->lock);
-	now = l->now_ms(l->clock_arg);
-	s->gen = l->gen;
-	s->reads = l->nreads;
-	s->active = 0;
-	for (i = 0; i < l->n; i++) {
-		s->origin[i] = origin(l->l[i]);
-		if (!is_idle(l, l->l[i], now))
-			s->active |= 1ULL << i;
-	}
-	pthread_mutex_unlock(&l->lock);
-}
-
-int lists_where(void *arg, uint64_t fid, uint64_t gen, unsigned *slot,
-		uint64_t *key)
-{
-	struct lists *l = arg;
-	uint64_t now, best = UINT64_MAX;
-	unsigned i;
-	int rc = 0;
-
-	pthread_mutex_lock(&l->lock);
-	if (l->gen != gen) {
-		rc = -ESTALE;
-		goto out;
-	}
-	now = l->now_ms(l->clock_arg);
-	for (i = 0; i < l->n; i++) {
-		uint64_t use = UINT64_MAX, second = UINT64_MAX;
-
-		if (is_idle(l, l->l[i], now))
-			continue;
-		uses_in(l->l[i], fid, true, 1, &use, &second);
-		if (use < best) {
-			best = use;
-			*slot = i;
-			*key = use + origin(l->l[i]);
-			rc = 1;
-		}
-	}
-out:
-	pthread_mutex_unlock(&l->lock);
-	return rc;
-}
-
-long lists_reads(void *arg, uint64_t from, uint64_t to, uint64_t *fids,
-		 size_t max)
-{
-	struct lists *l = arg;
-	long n = -1;
-	uint64_t k;
-
-	pthread_mutex_lock(&l->lock);
-	if (from <= to && to <= l->nreads && to - from <= max &&
-	    l->nreads - from <= LISTS_READS) {
-		for (k = from; k < to; k++)
-			fids[k - from] = l->reads[k % LISTS_READS];
-		n = (long)(to - from);
-	}
-	pthread_mutex_unlock(&l->lock);
-	return n;
-}
-
 /* ---- walking ahead of a reader ---- */
 
 struct cursor {
@@ -1444,7 +876,7 @@ static void set_mark(struct mark *m, const struct rlist *r,
 }
 
 /* the lead: files and bytes from @r's low to its ready mark */
-static void lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
+void rlist_lead(const struct rlist *r, uint64_t *files, uint64_t *bytes)
 {
 	struct cursor c, m;
 	const struct ent *x;
@@ -1623,177 +1055,6 @@ void lists_note_worked(struct lists *l, const uint64_t *fids,
 	mark_run(l, fids, worked, n, from_low, true);
 }
 
-/* ---- texts ---- */
-
-static const char *const reason_names[LR_NREASONS] = {
-	"empty", "unknown", "directory", "duplicate", "too_long", "binary",
-};
-
-static const char *const outcome_names[LO_NOUTCOMES] = {
-	"none", "current", "queued", "replaced", "begun", "stale",
-	"queue_full",
-};
-
-const char *list_outcome_name(enum list_outcome o)
-{
-	return o < LO_NOUTCOMES ? outcome_names[o] : "none";
-}
-
-void list_report_print(const struct list_report *r, FILE *f)
-{
-	int k;
-
-	fprintf(f, "lines %" PRIu64 "\naccepted %" PRIu64 "\nbytes %" PRIu64 "\n",
-		r->lines, r->accepted, r->bytes);
-	for (k = 0; k < LR_NREASONS; k++) {
-		fprintf(f, "rejected_%s %" PRIu64, reason_names[k], r->rejected[k]);
-		if (r->first_line[k])
-			fprintf(f, " (first at line %" PRIu64 ")", r->first_line[k]);
-		fputc('\n', f);
-	}
-	fprintf(f, "max_file_bytes %" PRIu64 "\nheaders %" PRIu64
-		"\nlist_epoch %" PRId64 "\n", r->max_size, r->headers, r->epoch);
-	if (r->begin)
-		fprintf(f, "begin_epoch %" PRId64 "\nbegin_at %" PRIu64 "\n",
-			r->begin_epoch, r->begin_at);
-	fprintf(f, "outcome %s\ncurrent_epoch %" PRId64 "\n",
-		list_outcome_name(r->outcome), r->current);
-}
-
-enum {
-	K_POS, K_FILES, K_NEXT, K_EPOCHS, K_LEADF, K_LEADB, K_HIT, K_LAST,
-	K_EPOCH, K_NEXTNO, K_QUEUED, K_READ, K_REMAINING, K_END, K_IDLE, K_N
-};
-
-static int64_t list_value(const struct lists *l, const struct rlist *r,
-			  int k, uint64_t now)
-{
-	const struct epoch *e = r->cur;
-	uint64_t files, bytes;
-
-	switch (k) {
-	case K_POS:
-		return e ? e->high : 0;
-	case K_FILES:
-		return e ? e->n : 0;
-	case K_NEXT:
-		return r->nq ? r->q[0]->n : 0;
-	case K_EPOCHS:
-		return r->epochs;
-	case K_LEADF:
-		lead(r, &files, &bytes);
-		return files;
-	case K_LEADB:
-		lead(r, &files, &bytes);
-		return bytes;
-	case K_HIT:
-		return e && e->opened ? (int64_t)(e->ready * 1000 / e->opened) : 0;
-	case K_LAST:
-		return r->last_ratio < 0 ? -1 : (int64_t)(r->last_ratio * 1000);
-	case K_EPOCH:
-		return e ? e->no : r->want;
-	case K_NEXTNO:
-		return r->nq ? r->q[0]->no : LIST_NO_EPOCH;
-	case K_QUEUED:
-		return r->nq;
-	case K_READ:
-		return e ? (int64_t)e->opened : 0;
-	case K_REMAINING:
-		return e ? (int64_t)remaining(e) : 0;
-	case K_END:
-		return e ? (int64_t)expected_end(r, e) : 0;
-	default:
-		return is_idle(l, r, now);
-	}
-}
-
-static const char *const list_keys[K_N] = {
-	"position", "files", "next_epoch_files", "epochs_done",
-	"lead_files", "lead_bytes", "hit_ratio_permille",
-	"last_hit_ratio_permille", "epoch", "next_epoch", "queued",
-	"read", "remaining", "expected_end", "idle",
-};
-
-void lists_print(struct lists *l, FILE *f)
-{
-	const char *const *keys = list_keys;
-	uint64_t now;
-	unsigned i;
-	int k;
-
-	pthread_mutex_lock(&l->lock);
-	now = l->now_ms(l->clock_arg);
-	for (k = 0; k < K_N; k++)	/* grouped by name, for Prometheus */
-		for (i = 0; i < l->n; i++)
-			fprintf(f, "list_%s{list=\"%s\"} %" PRId64 "\n", keys[k],
-				l->l[i]->name, list_value(l, l->l[i], k, now));
-	pthread_mutex_unlock(&l->lock);
-}
-
-void lists_foreach_value(struct lists *l, const char *key,
-			 void (*fn)(void *arg, const char *list, int64_t v),
-			 void *arg)
-{
-	uint64_t now;
-	unsigned i;
-	int k;
-
-	for (k = 0; k < K_N && strcmp(list_keys[k], key); k++)
-		;
-	if (k == K_N)
-		return;
-	pthread_mutex_lock(&l->lock);
-	now = l->now_ms(l->clock_arg);
-	for (i = 0; i < l->n; i++)
-		fn(arg, l->l[i]->name, list_value(l, l->l[i], k, now));
-	pthread_mutex_unlock(&l->lock);
-}
-
-static const char *state_name(const struct lists *l, const struct rlist *r,
-			      uint64_t now)
-{
-	if (is_idle(l, r, now))
-		return "idle";
-	if (!r->cur)
-		return r->want != LIST_NO_EPOCH ? "waiting" : "empty";
-	return fully_read(r->cur) ? "done" : "reading";
-}
-
-void lists_print_one(struct lists *l, const char *name, FILE *f)
-{
-	const struct epoch *e;
-	struct rlist *r;
-	uint64_t now, files, bytes;
-
-	pthread_mutex_lock(&l->lock);
-	r = find(l, name);
-	if (!r) {
-		pthread_mutex_unlock(&l->lock);
-		fprintf(f, "list %s: not published\n", name);
-		return;
-	}
-	now = l->now_ms(l->clock_arg);
-	e = r->cur;
-	lead(r, &files, &bytes);
-	fprintf(f, "list %s\nposition %u\nfiles %u\nnext_epoch_files %u\n"
-		"epochs_done %" PRIu64 "\nlead_files %" PRIu64
-		"\nlead_bytes %" PRIu64 "\nhit_ratio %.3f\nlast_hit_ratio %.3f\n",
-		r->name, e ? e->high : 0, e ? e->n : 0,
-		r->nq ? r->q[0]->n : 0, r->epochs, files, bytes, e && e->opened ?
-		(double)e->ready / e->opened : 0.0, r->last_ratio);
-	fprintf(f, "state %s\nepoch %" PRId64 "\nlow %u\nread %" PRIu64
-		"\nremaining %" PRIu64 "\nexpected_end %u\nnext_epoch %" PRId64
-		"\nqueued %u\nidle_seconds %" PRIu64 "\nwindow %u\n",
-		state_name(l, r, now), e ? e->no : r->want, e ? e->low : 0,
-		e ? e->opened : 0, e ? remaining(e) : 0,
-		e ? expected_end(r, e) : 0,
-		r->nq ? r->q[0]->no : LIST_NO_EPOCH, r->nq,
-		(now - r->active_ms) / 1000, e ? ooo_window(l, e) : 0);
-	fprintf(f, "# last publish\n");
-	list_report_print(&r->last_report, f);
-	pthread_mutex_unlock(&l->lock);
-}
-
 bool lists_room(struct lists *l, const char *name, unsigned reserve)
 {
 	uint64_t now;
@@ -1804,7 +1065,7 @@ bool lists_room(struct lists *l, const char *name, unsigned reserve)
 	now = l->now_ms(l->clock_arg);
 	for (i = 0; i < l->n; i++)
 		busy += !is_idle(l, l->l[i], now);
-	room = find(l, name) || busy + reserve < LISTS_MAX;
+	room = rlist_find(l, name) || busy + reserve < LISTS_MAX;
 	pthread_mutex_unlock(&l->lock);
 	return room;
 }

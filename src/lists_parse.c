@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lists_parse.c - a published list text into a new epoch (lists_priv.h,
+ * docs/epochs.md): headers, paths, the report of every line.  Pure: no
+ * lock, no list; the resolver is the caller's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lists_priv.h"
+#include "pathmap.h"
+
+static uint64_t ent_key(const void *e)
+{
+	return ((const struct ent *)e)->fid;
+}
+
+void epoch_free(struct epoch *e)
+{
+	if (!e)
+		return;
+	htab_release(&e->by_fid);
+	free(e->ents);
+	free(e->read);
+	free(e);
+}
+
+/* ---- parsing ---- */
+
+static void reject(struct list_report *rep, enum list_reject why)
+{
+	rep->rejected[why]++;
+	if (!rep->first_line[why])
+		rep->first_line[why] = rep->lines;
+}
+
+/* the next blank-separated word of [*p, end); false if none */
+static bool word(const char **p, const char *end, const char **w, size_t *wl)
+{
+	const char *s = *p;
+
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	if (s == end)
+		return false;
+	*w = s;
+	while (s < end && *s != ' ' && *s != '\t')
+		s++;
+	*wl = s - *w;
+	*p = s;
+	return true;
+}
+
+static bool number(const char *w, size_t wl, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (!wl || wl > 19)
+		return false;
+	for (i = 0; i < wl; i++) {
+		if (w[i] < '0' || w[i] > '9')
+			return false;
+		v = v * 10 + (w[i] - '0');
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool is_word(const char *w, size_t wl, const char *s)
+{
+	return wl == strlen(s) && !memcmp(w, s, wl);
+}
+
+/*
+ * "# epoch N", "# begin", "# begin N", "# begin at K", "# begin N at K"
+ * (the '#' may touch the keyword); anything else is not a header.
+ */
+static bool header(const char *line, size_t ll, struct list_report *rep)
+{
+	const char *p = line + 1, *end = line + ll, *w;
+	uint64_t n, at = 0;
+	int64_t no = LIST_NO_EPOCH;
+	size_t wl;
+
+	if (!ll || line[0] != '#' || !word(&p, end, &w, &wl))
+		return false;
+	if (is_word(w, wl, "epoch")) {
+		if (!word(&p, end, &w, &wl) ||
+		    !number(w, wl, LIST_EPOCH_MAX - 1, &n) ||
+		    word(&p, end, &w, &wl))
+			return false;
+		rep->epoch = (int64_t)n;
+		return true;
+	}
+	if (!is_word(w, wl, "begin"))
+		return false;
+	if (!word(&p, end, &w, &wl))
+		goto out_ok;			/* "# begin" */
+	if (!is_word(w, wl, "at")) {
+		if (!number(w, wl, LIST_EPOCH_MAX - 1, &n))
+			return false;
+		no = (int64_t)n;
+		if (!word(&p, end, &w, &wl))
+			goto out_ok;		/* "# begin N" */
+		if (!is_word(w, wl, "at"))
+			return false;
+	}
+	if (!word(&p, end, &w, &wl) || !number(w, wl, UINT32_MAX, &at) ||
+	    word(&p, end, &w, &wl))
+		return false;
+out_ok:
+	rep->begin = true;
+	rep->begin_epoch = no;
+	rep->begin_at = at;
+	return true;
+}
+
+static int epoch_grow(struct epoch *e, size_t *cap)
+{
+	struct ent *ne;
+	size_t i;
+
+	*cap = *cap ? *cap * 2 : 1024;
+	ne = realloc(e->ents, *cap * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	/* the table points into the array: rebuild it */
+	e->ents = ne;
+	htab_release(&e->by_fid);
+	for (i = 0; i < e->n; i++)
+		if (htab_put(&e->by_fid, &e->ents[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * parse @text into a new epoch (headers into @rep); *@out NULL if no path
+ * was accepted.  Return 0 or -ENOMEM.
+ */
+int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
+		void *arg, struct list_report *rep, struct epoch **out)
+{
+	struct epoch *e = calloc(1, sizeof(*e));
+	size_t at = 0, cap = 0;
+	bool in_header = true;
+
+	*out = NULL;
+	if (!e)
+		return -ENOMEM;
+	htab_init(&e->by_fid, ent_key);
+	while (at < len) {
+		const char *line = text + at, *nl = memchr(line, '\n', len - at);
+		size_t ll = nl ? (size_t)(nl - line) : len - at;
+		uint64_t fid, size;
+		int rc;
+
+		at += ll + (nl ? 1 : 0);
+		rep->lines++;
+		if (ll && line[ll - 1] == '\r')
+			ll--;
+		if (in_header && ll <= LIST_LINE_MAX && header(line, ll, rep)) {
+			rep->headers++;
+			continue;
+		}
+		in_header = false;
+		while (ll && line[0] == '/') {	/* "/a/b" means "a/b" */
+			line++;
+			ll--;
+		}
+		if (!ll) {
+			reject(rep, LR_EMPTY);
+			continue;
+		}
+		if (ll > LIST_LINE_MAX) {
+			reject(rep, LR_TOO_LONG);
+			continue;
+		}
+		if (memchr(line, '\0', ll) || !utf8_valid(line, ll)) {
+			reject(rep, LR_BINARY);
+			continue;
+		}
+		rc = resolve(arg, line, ll, &fid, &size);
+		if (rc == -EISDIR) {
+			reject(rep, LR_DIRECTORY);
+			continue;
+		}
+		if (rc) {
+			reject(rep, LR_UNKNOWN);
+			continue;
+		}
+		if (htab_get(&e->by_fid, fid)) {
+			reject(rep, LR_DUPLICATE);
+			continue;
+		}
+		if (e->n == UINT32_MAX - 1 ||
+		    (e->n == cap && epoch_grow(e, &cap)))
+			goto out_free;
+		e->ents[e->n] = (struct ent){ .fid = fid, .size = size,
+					      .off = e->bytes, .idx = e->n };
+		if (htab_put(&e->by_fid, &e->ents[e->n]))
+			goto out_free;
+		e->n++;
+		e->bytes += size;
+		rep->max_size = MAX(rep->max_size, size);
+		rep->accepted++;
+		rep->bytes += size;
+	}
+	if (!e->n) {
+		epoch_free(e);
+		return 0;
+	}
+	e->read = calloc((e->n + 63) / 64, sizeof(*e->read));
+	if (!e->read)
+		goto out_free;
+	*out = e;
+	return 0;
+out_free:
+	epoch_free(e);
+	return -ENOMEM;
+}
