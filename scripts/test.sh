@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine (as root):
 # installs dependencies, builds, runs the C unit tests, a short run of the
-# fuzzers (tests/fuzz), the ThreadSanitizer unit and stress tests (make
-# tsan) and the FUSE tests over file:// sources on the plain build; then
-# the unit and FUSE tests again under AddressSanitizer + UndefinedBehavior-
-# Sanitizer; then the integration tests against a throwaway Ceph cluster:
+# fuzzers (tests/fuzz) and the ThreadSanitizer unit and stress tests (make
+# tsan) on the plain build; then the unit tests again and the FUSE tests
+# over file:// sources under AddressSanitizer + UndefinedBehaviorSanitizer
+# (make test runs them on the plain build); then the integration tests
+# against a throwaway Ceph cluster:
 # the packaging and deployment scripts and two scale tests (marked nosan)
 # on the plain build, everything else on the sanitized daemon.
 # Each stage prints how long it took; the whole run stays under 15 minutes
@@ -30,9 +31,6 @@ stage "fuzz smoke (tests/fuzz)"
 make -j"$(nproc)" fuzz-smoke FUZZ_SMOKE_SECONDS="${FUZZ_SMOKE_SECONDS:-6}"
 stage "ThreadSanitizer: threaded unit tests and the stress test (make tsan)"
 make -j"$(nproc)" tsan STRESS_SECONDS="${STRESS_SECONDS:-20}"
-stage "FUSE tests (file:// sources)"
-tests/run-fuse.sh build/bin/fusefs
-
 stage "sanitizer build (ASan+UBSan): unit and FUSE tests"
 make SAN=1 -j"$(nproc)"
 make SAN=1 unit
