@@ -94,7 +94,11 @@ int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,
 		const struct ns_attr *a);
 int meta_ns_commit(struct meta_ns_txn *t);	/* frees t */
 void meta_ns_abort(struct meta_ns_txn *t);	/* frees t */
-/* meta_ns_load() - @fn for each stored object; returns count or -errno */
+/*
+ * meta_ns_load() - @fn for each stored object.  Return: the count, or
+ * -errno: -EBADMSG when a record was damaged (the stored listing is not
+ * whole: list again).
+ */
 long meta_ns_load(struct meta *m, int (*fn)(void *arg, const char *key,
 		  size_t len, const struct ns_attr *a), void *arg);
 

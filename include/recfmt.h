@@ -4,9 +4,14 @@
  * Pure encode/decode, no I/O; docs/cache-format.md is the prose version.
  *
  * Keys are big-endian so LMDB orders them by (file id, chunk number).
- * Values are little-endian, start with a format byte (RECFMT_V1) and are
- * rejected by the decoders (-EINVAL) if short, oversized or of an unknown
- * format: a damaged record is dropped, never trusted.
+ * Values are little-endian, start with a format byte and are rejected by
+ * the decoders (-EINVAL) if short, oversized or of an unknown format: a
+ * damaged record is dropped, never trusted.  The encoders write
+ * RECFMT_V2; the decoders also take RECFMT_V1, the same layout written by
+ * earlier versions.  A stored value of format 2 ends with a seal over its
+ * key and bytes (rec_seal()), checked and stripped before decoding
+ * (rec_unseal()), so that a byte flipped anywhere in it (a version
+ * string, a size, an object name) drops the record.
  */
 #ifndef FUSEFS_RECFMT_H
 #define FUSEFS_RECFMT_H
@@ -17,7 +22,9 @@
 
 #include "ns.h"
 
-#define RECFMT_V1	1
+#define RECFMT_V1	1	/* written before seals: read, never written */
+#define RECFMT_V2	2	/* the same layout, the stored value sealed */
+#define RECFMT_SEAL	4	/* bytes of the seal at a stored value's end */
 
 struct file_rec {		/* files: fid -> what the cached bytes are */
 	uint64_t size;
@@ -63,6 +70,21 @@ int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r);
  * over NS_SIZE_TOO_BIG or nanoseconds over 999,999,999 is -EINVAL */
 size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a);
 int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a);
+
+/*
+ * rec_seal() - append to the @len bytes of stored value @val (room for
+ * RECFMT_SEAL more) the seal of @key and those bytes.  Return: the
+ * sealed length.
+ */
+size_t rec_seal(uint8_t *val, size_t len, const void *key, size_t klen);
+/*
+ * rec_unseal() - the length to decode of stored value @val under @key,
+ * whose format byte is @fmt: a format 1 value whole, a format 2 value
+ * without its seal if the seal holds.  Return: that length in *@body and
+ * 0, or -EINVAL (a damaged value or an unknown format).
+ */
+int rec_unseal(const uint8_t *val, size_t len, uint8_t fmt, const void *key,
+	       size_t klen, size_t *body);
 
 /*
  * version_gen() - the chunk_rec.gen value (and data file name) for the

@@ -248,12 +248,14 @@ static int apply_op(struct meta *m, MDB_txn *t, const struct op *o)
 	case OP_FILE:
 		fid_key(kb, o->fid);
 		k.mv_size = FID_KEY_LEN;
-		v.mv_size = file_rec_encode(vb, &o->u.file);
+		v.mv_size = rec_seal(vb, file_rec_encode(vb, &o->u.file), kb,
+				     k.mv_size);
 		return mdb_put(t, m->dbi_files, &k, &v, 0);
 	case OP_CHUNK:
 		chunk_key(kb, o->fid, o->n);
 		k.mv_size = CHUNK_KEY_LEN;
-		v.mv_size = chunk_rec_encode(vb, &o->u.chunk);
+		v.mv_size = rec_seal(vb, chunk_rec_encode(vb, &o->u.chunk), kb,
+				     k.mv_size);
 		return mdb_put(t, m->dbi_chunks, &k, &v, 0);
 	case OP_DROP_CHUNK:
 		chunk_key(kb, o->fid, o->n);
@@ -263,7 +265,8 @@ static int apply_op(struct meta *m, MDB_txn *t, const struct op *o)
 	case OP_HEAT:
 		fid_key(kb, o->fid);
 		k.mv_size = FID_KEY_LEN;
-		v.mv_size = heat_rec_encode(vb, &o->u.heat);
+		v.mv_size = rec_seal(vb, heat_rec_encode(vb, &o->u.heat), kb,
+				     k.mv_size);
 		return mdb_put(t, m->dbi_heat, &k, &v, 0);
 	case OP_DROP_FILE:
 		fid_key(kb, o->fid);
@@ -1168,7 +1171,7 @@ int meta_ns_begin(struct meta *m, struct meta_ns_txn **out)
 int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,
 		const struct ns_attr *a)
 {
-	size_t need = FID_KEY_LEN + 4 + 2 + ATTR_REC_MAX + len;
+	size_t need = FID_KEY_LEN + 4 + 2 + ATTR_REC_MAX + len + RECFMT_SEAL;
 	uint8_t *p;
 	uint32_t vlen;
 	size_t alen;
@@ -1199,7 +1202,7 @@ int meta_ns_add(struct meta_ns_txn *t, const char *key, size_t len,
 	p[FID_KEY_LEN + 4] = alen & 0xff;
 	p[FID_KEY_LEN + 4 + 1] = alen >> 8;
 	memcpy(p + FID_KEY_LEN + 4 + 2 + alen, key, len);
-	vlen = 2 + alen + len;
+	vlen = rec_seal(p + FID_KEY_LEN + 4, 2 + alen + len, p, FID_KEY_LEN);
 	memcpy(p + FID_KEY_LEN, &vlen, sizeof(vlen));
 	t->len += FID_KEY_LEN + 4 + vlen;
 	return t->len >= NS_BATCH_BYTES ? ns_flush(t) : 0;
@@ -1258,6 +1261,7 @@ struct load_ctx {
 	void *fn;
 	void *arg;
 	long count;
+	long damaged;	/* records skipped as damaged */
 };
 
 static int ns_each(void *ctx, const MDB_val *k, const MDB_val *v)
@@ -1266,27 +1270,43 @@ static int ns_each(void *ctx, const MDB_val *k, const MDB_val *v)
 	int (*fn)(void *, const char *, size_t, const struct ns_attr *) = l->fn;
 	const uint8_t *p = v->mv_data;
 	struct ns_attr a;
-	size_t alen;
+	size_t alen, vlen;
 
-	(void)k;
-	if (v->mv_size < 2)
-		return 0;
+	/* attrlen(2), the attributes (their format byte first), the name */
+	if (v->mv_size < 3 ||
+	    rec_unseal(p, v->mv_size, p[2], k->mv_data, k->mv_size, &vlen))
+		goto damaged;
 	alen = p[0] | (size_t)p[1] << 8;
-	if (2 + alen >= v->mv_size ||
-	    attr_rec_decode(p + 2, alen, &a))
-		return 0;	/* damaged: skipped, the next listing fixes it */
+	if (2 + alen >= vlen || attr_rec_decode(p + 2, alen, &a))
+		goto damaged;
 	l->count++;
-	return fn(l->arg, (const char *)p + 2 + alen, v->mv_size - 2 - alen,
-		  &a);
+	return fn(l->arg, (const char *)p + 2 + alen, vlen - 2 - alen, &a);
+damaged:
+	l->damaged++;
+	return 0;
 }
 
 long meta_ns_load(struct meta *m, int (*fn)(void *arg, const char *key,
 		  size_t len, const struct ns_attr *a), void *arg)
 {
-	struct load_ctx l = { (void *)fn, arg, 0 };
+	struct load_ctx l = { (void *)fn, arg, 0, 0 };
 	int rc = walk(m, m->dbi_objects[ns_current(m)], ns_each, &l);
 
+	if (!rc && l.damaged)
+		rc = -EBADMSG;
 	return rc ? rc : l.count;
+}
+
+/* the bytes of stored value @v under @k to decode (rec_unseal()), or 0 */
+static size_t unsealed(const MDB_val *k, const MDB_val *v)
+{
+	const uint8_t *p = v->mv_data;
+	size_t body;
+
+	if (!v->mv_size ||
+	    rec_unseal(p, v->mv_size, p[0], k->mv_data, k->mv_size, &body))
+		return 0;
+	return body;
 }
 
 static int files_each(void *ctx, const MDB_val *k, const MDB_val *v)
@@ -1296,7 +1316,7 @@ static int files_each(void *ctx, const MDB_val *k, const MDB_val *v)
 	struct file_rec r;
 
 	if (k->mv_size != FID_KEY_LEN ||
-	    file_rec_decode(v->mv_data, v->mv_size, &r))
+	    file_rec_decode(v->mv_data, unsealed(k, v), &r))
 		return 0;
 	return fn(l->arg, fid_from_key(k->mv_data), &r);
 }
@@ -1304,7 +1324,7 @@ static int files_each(void *ctx, const MDB_val *k, const MDB_val *v)
 int meta_files_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
 		    const struct file_rec *r), void *arg)
 {
-	struct load_ctx l = { (void *)fn, arg, 0 };
+	struct load_ctx l = { (void *)fn, arg, 0, 0 };
 
 	return walk(m, m->dbi_files, files_each, &l);
 }
@@ -1318,7 +1338,7 @@ static int chunks_each(void *ctx, const MDB_val *k, const MDB_val *v)
 	uint32_t n;
 
 	if (k->mv_size != CHUNK_KEY_LEN ||
-	    chunk_rec_decode(v->mv_data, v->mv_size, &r))
+	    chunk_rec_decode(v->mv_data, unsealed(k, v), &r))
 		return 0;
 	chunk_from_key(k->mv_data, &fid, &n);
 	return fn(l->arg, fid, n, &r);
@@ -1327,7 +1347,7 @@ static int chunks_each(void *ctx, const MDB_val *k, const MDB_val *v)
 int meta_chunks_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
 		     uint32_t n, const struct chunk_rec *r), void *arg)
 {
-	struct load_ctx l = { (void *)fn, arg, 0 };
+	struct load_ctx l = { (void *)fn, arg, 0, 0 };
 
 	return walk(m, m->dbi_chunks, chunks_each, &l);
 }
@@ -1339,7 +1359,7 @@ static int heat_each(void *ctx, const MDB_val *k, const MDB_val *v)
 	struct heat_rec r;
 
 	if (k->mv_size != FID_KEY_LEN ||
-	    heat_rec_decode(v->mv_data, v->mv_size, &r))
+	    heat_rec_decode(v->mv_data, unsealed(k, v), &r))
 		return 0;
 	return fn(l->arg, fid_from_key(k->mv_data), &r);
 }
@@ -1347,7 +1367,7 @@ static int heat_each(void *ctx, const MDB_val *k, const MDB_val *v)
 int meta_heat_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
 		   const struct heat_rec *r), void *arg)
 {
-	struct load_ctx l = { (void *)fn, arg, 0 };
+	struct load_ctx l = { (void *)fn, arg, 0, 0 };
 
 	return walk(m, m->dbi_heat, heat_each, &l);
 }

@@ -347,6 +347,9 @@ static int load_stored(struct nsmgr *nm, struct ns **out, int64_t *listed)
 	if (!b.nb)
 		return -ENOMEM;
 	n = meta_ns_load(nm->meta, add_stored, &b);
+	if (n == -EBADMSG)
+		log_warn("the stored listing of %s has damaged records: listing it again",
+			 nm->cf->source);
 	if (n < 0) {
 		ns_build_destroy(b.nb);
 		return (int)n;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* recfmt.c - see recfmt.h */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "hash.h"
@@ -65,6 +66,41 @@ void chunk_from_key(const uint8_t *k, uint64_t *fid, uint32_t *n)
 }
 
 /* header: fmt(1) pad(1) verlen(2) then fixed fields, then version bytes */
+static bool known_fmt(uint8_t fmt)
+{
+	return fmt == RECFMT_V1 || fmt == RECFMT_V2;
+}
+
+#define SEAL_SEED	0x73ea1f5eaa5eedULL
+
+static uint32_t seal_of(const uint8_t *val, size_t len, const void *key,
+			size_t klen)
+{
+	return (uint32_t)(hash64(key, klen, SEAL_SEED) ^
+			  hash64(val, len, SEAL_SEED + len));
+}
+
+size_t rec_seal(uint8_t *val, size_t len, const void *key, size_t klen)
+{
+	put_le(val + len, seal_of(val, len, key, klen), RECFMT_SEAL);
+	return len + RECFMT_SEAL;
+}
+
+int rec_unseal(const uint8_t *val, size_t len, uint8_t fmt, const void *key,
+	       size_t klen, size_t *body)
+{
+	if (fmt == RECFMT_V1) {
+		*body = len;
+		return 0;
+	}
+	if (fmt != RECFMT_V2 || len < RECFMT_SEAL ||
+	    get_le(val + len - RECFMT_SEAL, RECFMT_SEAL) !=
+	    seal_of(val, len - RECFMT_SEAL, key, klen))
+		return -EINVAL;
+	*body = len - RECFMT_SEAL;
+	return 0;
+}
+
 static size_t put_version(uint8_t *p, size_t at, const char *v)
 {
 	size_t vl = strnlen(v, NS_VERSION_MAX - 1);
@@ -87,7 +123,7 @@ static int get_version(const uint8_t *p, size_t len, size_t at, char *v)
 
 size_t file_rec_encode(uint8_t *out, const struct file_rec *r)
 {
-	out[0] = RECFMT_V1;
+	out[0] = RECFMT_V2;
 	out[1] = 0;
 	put_le(out + 4, r->chunk_size, 4);
 	put_le(out + 8, r->size, 8);
@@ -97,7 +133,7 @@ size_t file_rec_encode(uint8_t *out, const struct file_rec *r)
 
 int file_rec_decode(const uint8_t *p, size_t len, struct file_rec *r)
 {
-	if (len < 24 || len > FILE_REC_MAX || p[0] != RECFMT_V1)
+	if (len < 24 || len > FILE_REC_MAX || !known_fmt(p[0]))
 		return -EINVAL;
 	r->chunk_size = get_le(p + 4, 4);
 	r->size = get_le(p + 8, 8);
@@ -107,7 +143,7 @@ int file_rec_decode(const uint8_t *p, size_t len, struct file_rec *r)
 
 size_t chunk_rec_encode(uint8_t *out, const struct chunk_rec *r)
 {
-	out[0] = RECFMT_V1;
+	out[0] = RECFMT_V2;
 	memset(out + 1, 0, 3);
 	put_le(out + 4, r->len, 4);
 	put_le(out + 8, r->sum, 8);
@@ -117,7 +153,7 @@ size_t chunk_rec_encode(uint8_t *out, const struct chunk_rec *r)
 
 int chunk_rec_decode(const uint8_t *p, size_t len, struct chunk_rec *r)
 {
-	if (len != CHUNK_REC_LEN || p[0] != RECFMT_V1)
+	if (len != CHUNK_REC_LEN || !known_fmt(p[0]))
 		return -EINVAL;
 	r->len = get_le(p + 4, 4);
 	r->sum = get_le(p + 8, 8);
@@ -130,7 +166,7 @@ size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r)
 	uint64_t bits;
 
 	memcpy(&bits, &r->score, sizeof(bits));
-	out[0] = RECFMT_V1;
+	out[0] = RECFMT_V2;
 	memset(out + 1, 0, 7);
 	out[1] = r->pinned;
 	put_le(out + 8, r->count, 8);
@@ -142,7 +178,7 @@ size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r)
 
 int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r)
 {
-	if (len != HEAT_REC_LEN || p[0] != RECFMT_V1)
+	if (len != HEAT_REC_LEN || !known_fmt(p[0]))
 		return -EINVAL;
 	uint64_t bits;
 
@@ -157,7 +193,7 @@ int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r)
 
 size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a)
 {
-	out[0] = RECFMT_V1;
+	out[0] = RECFMT_V2;
 	out[1] = 0;
 	put_le(out + 4, a->mtime_nsec, 4);
 	put_le(out + 8, a->size, 8);
@@ -168,7 +204,7 @@ size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a)
 
 int attr_rec_decode(const uint8_t *p, size_t len, struct ns_attr *a)
 {
-	if (len < 32 || len > ATTR_REC_MAX || p[0] != RECFMT_V1)
+	if (len < 32 || len > ATTR_REC_MAX || !known_fmt(p[0]))
 		return -EINVAL;
 	a->mtime_nsec = get_le(p + 4, 4);
 	a->size = get_le(p + 8, 8);

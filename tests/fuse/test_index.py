@@ -151,11 +151,11 @@ def test_cache_of_a_newer_format_is_refused_untouched(mounter, sized, src, tmp_p
 
 
 # seeded corruptions of data.mdb and of namespace.img; FUSEFS_INDEX_CORRUPTIONS
-# sets how many.  58: c4fc1e7 exits 1 within them (a damaged index that only
-# a write finds).  The 59th flips a byte inside a stored listing's version
-# string: the record still decodes, and the first read of that file fails
-# once with EIO ("object changed") until the re-check (docs/reliability.md,
-# not fixed), so the 200-run stops there for now.
+# sets how many (make faults runs 200).  58: c4fc1e7 exits 1 within them (a
+# damaged index that only a write finds).  Which record a flipped byte lands
+# in depends on how the index's pages were laid out, which varies from run
+# to run: a flipped version string or object name is caught by the record's
+# seal (recfmt.h), and a stored listing with a damaged record is listed again.
 CORRUPTIONS = int(os.environ.get("FUSEFS_INDEX_CORRUPTIONS", "58"))
 
 

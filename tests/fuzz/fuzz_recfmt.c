@@ -8,7 +8,8 @@
  *  - a decoder never reads past @len: it gets an exact-size heap copy,
  *    and every shorter prefix is tried too;
  *  - a decoder rejects (-EINVAL) a short or oversized value or a format
- *    byte other than RECFMT_V1, and returns 0 or -EINVAL only;
+ *    byte other than RECFMT_V1 or RECFMT_V2, and returns 0 or -EINVAL
+ *    only; the encoders write RECFMT_V2;
  *  - a decoded version string is NUL-terminated and NS_VERSION_MAX-bounded;
  *  - decode(encode(decode(v))) == decode(v), and encode(decode(v)) is v
  *    itself except for the bytes the format leaves unused;
@@ -144,7 +145,8 @@ static void check_decoded(const struct rtype *t, const uint8_t *data,
 	union rec r2;
 	size_t n, i;
 
-	FUZZ_CHECK(len >= t->min && len <= t->max && data[0] == RECFMT_V1,
+	FUZZ_CHECK(len >= t->min && len <= t->max &&
+		   (data[0] == RECFMT_V1 || data[0] == RECFMT_V2),
 		   "%s_decode accepted %zu bytes, format %u", t->name, len,
 		   data[0]);
 	if (t->voff >= 0)
@@ -154,7 +156,10 @@ static void check_decoded(const struct rtype *t, const uint8_t *data,
 	n = t->encode(enc, r);
 	FUZZ_CHECK(n == len, "%s: %zu bytes re-encoded to %zu", t->name, len,
 		   n);
-	for (i = 0; i < n; i++) {
+	/* written as format 2 whatever it was read as (same layout) */
+	FUZZ_CHECK(enc[0] == RECFMT_V2, "%s encoded as format %u", t->name,
+		   enc[0]);
+	for (i = 1; i < n; i++) {
 		uint8_t keep = i < 8 ? t->keep[i] : 0xff;
 
 		FUZZ_CHECK((enc[i] & keep) == (data[i] & keep),

@@ -223,6 +223,56 @@ static void test_htab(void)
 	free(items);
 }
 
+/*
+ * A stored value of format 2 is sealed over its key and bytes: every
+ * single flipped bit, a shorter value and another key are refused; a
+ * format 1 value (written before seals) is taken whole.
+ */
+static void test_seal(void)
+{
+	struct file_rec r = { 4096, 1700000000, 1 << 20, "v-17" }, out;
+	uint8_t key[FID_KEY_LEN], other[FID_KEY_LEN];
+	uint8_t buf[FILE_REC_MAX + RECFMT_SEAL], bad[sizeof(buf)];
+	size_t n, body, i;
+	int bit;
+
+	fid_key(key, 42);
+	fid_key(other, 43);
+	n = file_rec_encode(buf, &r);
+	CHECK_INT(buf[0], ==, RECFMT_V2);
+	n = rec_seal(buf, n, key, sizeof(key));
+	CHECK_INT(rec_unseal(buf, n, buf[0], key, sizeof(key), &body), ==, 0);
+	CHECK_INT(body, ==, n - RECFMT_SEAL);
+	CHECK_INT(file_rec_decode(buf, body, &out), ==, 0);
+	CHECK_STR(out.version, "v-17");
+	for (i = 0; i < n; i++)
+		for (bit = 0; bit < 8; bit++) {
+			memcpy(bad, buf, n);
+			bad[i] ^= 1 << bit;
+			/* a format byte flipped to 1 is taken whole: the
+			 * seal's bytes then make it too long to decode */
+			if (rec_unseal(bad, n, bad[0], key, sizeof(key),
+				       &body) == 0)
+				CHECK_INT(file_rec_decode(bad, body, &out), ==,
+					  -EINVAL);
+		}
+	CHECK_INT(rec_unseal(buf, n - 1, buf[0], key, sizeof(key), &body), ==,
+		  -EINVAL);
+	CHECK_INT(rec_unseal(buf, 3, buf[0], key, sizeof(key), &body), ==,
+		  -EINVAL);
+	CHECK_INT(rec_unseal(buf, n, buf[0], other, sizeof(other), &body), ==,
+		  -EINVAL);
+	/* format 1: as earlier versions wrote it, no seal */
+	n = file_rec_encode(buf, &r);
+	buf[0] = RECFMT_V1;
+	CHECK_INT(rec_unseal(buf, n, buf[0], key, sizeof(key), &body), ==, 0);
+	CHECK_INT(body, ==, n);
+	CHECK_INT(file_rec_decode(buf, body, &out), ==, 0);
+	CHECK_INT(out.size, ==, 4096);
+	/* an unknown format */
+	CHECK_INT(rec_unseal(buf, n, 3, key, sizeof(key), &body), ==, -EINVAL);
+}
+
 int main(void)
 {
 	runner_name = "test_recfmt";
@@ -235,5 +285,6 @@ int main(void)
 	TEST(test_sizes);
 	TEST(test_conf);
 	TEST(test_htab);
+	TEST(test_seal);
 	return runner_done();
 }
