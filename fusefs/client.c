@@ -235,7 +235,7 @@ static int ctl_open(const char *root, const char *rel, int flags)
 }
 
 static int ctl_write2(const char *root, const char *rel, const char *head,
-		      const char *buf, size_t len)
+		      size_t hlen, const char *buf, size_t len)
 {
 	int fd, err;
 
@@ -244,7 +244,7 @@ static int ctl_write2(const char *root, const char *rel, const char *head,
 		      (strncmp(rel, "lists/", 6) ? 0 : O_CREAT));
 	if (fd < 0)
 		return fd;
-	err = head ? write_all(fd, head, strlen(head)) : 0;
+	err = head ? write_all(fd, head, hlen) : 0;
 	if (!err)
 		err = write_all(fd, buf, len);
 	if (close(fd) && !err)
@@ -255,7 +255,7 @@ static int ctl_write2(const char *root, const char *rel, const char *head,
 static int ctl_write(const char *root, const char *rel, const char *buf,
 		     size_t len)
 {
-	return ctl_write2(root, rel, NULL, buf, len);
+	return ctl_write2(root, rel, NULL, 0, buf, len);
 }
 
 static char *ctl_read(const char *root, const char *rel)
@@ -468,7 +468,7 @@ static int wait_ready(const char *root, const char *name, long long timeout_s,
 
 static int prefetch_usage(void)
 {
-	fprintf(stderr, "usage: fusefs prefetch MOUNTPOINT [--list FILE|-] "
+	fprintf(stderr, "usage: fusefs prefetch MOUNTPOINT [--list FILE|- [--null]] "
 		"[--name NAME] [--epoch N] [--begin [--at K]]\n"
 		"                       [--wait [--timeout SECONDS] [--stall SECONDS]]\n");
 	return EXIT_USAGE;
@@ -476,23 +476,24 @@ static int prefetch_usage(void)
 
 /* the header lines of a prefetch request, or NULL */
 static char *prefetch_head(long long epoch, bool begin, long long at,
-			   bool list)
+			   bool list, bool nul, size_t *len)
 {
 	char *head = NULL;
-	size_t len;
-	FILE *f = open_memstream(&head, &len);
+	FILE *f = open_memstream(&head, len);
 
 	if (!f)
 		return NULL;
+	if (nul && list)	/* first: the rest ends with NUL bytes */
+		fputs("# nul\n", f);
 	if (epoch >= 0 && list)
-		fprintf(f, "# epoch %lld\n", epoch);
+		fprintf(f, "# epoch %lld%c", epoch, nul && list ? '\0' : '\n');
 	if (begin) {
 		fputs("# begin", f);
 		if (epoch >= 0 && !list)
 			fprintf(f, " %lld", epoch);
 		if (at)
 			fprintf(f, " at %lld", at);
-		fputc('\n', f);
+		fputc(nul && list ? '\0' : '\n', f);
 	}
 	if (fclose(f)) {
 		free(head);
@@ -521,9 +522,9 @@ int cmd_prefetch(int argc, char **argv)
 {
 	const char *mnt = NULL, *list = NULL, *name = "default", *v;
 	long long timeout = 0, stall = 30, epoch = -1, at = 0;
-	bool wait = false, begin = false;
+	bool wait = false, begin = false, nul = false;
 	char root[PATH_MAX], rel[128], *buf = NULL, *head, *report;
-	size_t len = 0;
+	size_t len = 0, hlen;
 	int i, rc;
 
 	for (i = 0; i < argc; i++) {
@@ -544,6 +545,8 @@ int cmd_prefetch(int argc, char **argv)
 			if (rc < 0 || !parse_num(v, INT32_MAX, &stall) ||
 			    !stall)
 				return prefetch_usage();
+		} else if (!strcmp(argv[i], "--null") || !strcmp(argv[i], "-0")) {
+			nul = true;
 		} else if (!strcmp(argv[i], "--wait")) {
 			wait = true;
 		} else if (!strcmp(argv[i], "--begin")) {
@@ -575,12 +578,12 @@ int cmd_prefetch(int argc, char **argv)
 			return 1;
 		}
 	}
-	head = prefetch_head(epoch, begin, at, list);
+	head = prefetch_head(epoch, begin, at, list, nul, &hlen);
 	if (!head) {
 		free(buf);
 		return 1;
 	}
-	rc = ctl_write2(root, rel, head, buf ? buf : "", len);
+	rc = ctl_write2(root, rel, head, hlen, buf ? buf : "", len);
 	free(head);
 	free(buf);
 	report = ctl_read(root, rel);

@@ -59,7 +59,7 @@ static void usage(FILE *f)
 		"       fusefs SOURCE MOUNTPOINT -o cache_dir=DIR[,OPTIONS]\n"
 		"       fusefs stats MOUNTPOINT [--json]\n"
 		"       fusefs umount [-z] MOUNTPOINT\n"
-		"       fusefs prefetch MOUNTPOINT [--list FILE|-] [--name NAME] [--epoch N] [--begin [--at K]] [--wait]\n"
+		"       fusefs prefetch MOUNTPOINT [--list FILE|- [--null]] [--name NAME] [--epoch N] [--begin [--at K]] [--wait]\n"
 		"       fusefs status MOUNTPOINT [--json]\n"
 		"       fusefs pin|unpin|evict PATH...\n"
 		"       fusefs heat MOUNTPOINT [--top N] | fusefs heat export MOUNTPOINT\n"

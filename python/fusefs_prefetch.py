@@ -111,14 +111,16 @@ def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
         if at:
             words.append(f"at {int(at)}")
         head.append(" ".join(words))
-    # a name with a line break cannot be one line of a list: written as it
-    # is, its parts would name other files; it goes as an empty line,
-    # which fusefs refuses ("empty") and counts
-    lines = head + ["" if "\n" in r or "\r" in r else r
-                    for r in (_rel(mount, p) for p in paths)]
+    rels = [_rel(mount, p) for p in paths]
     # the names' bytes: a name that is not UTF-8 is one line fusefs
-    # refuses ("binary"), not an exception here
-    return os.fsencode("".join(line + "\n" for line in lines))
+    # refuses ("binary"), not an exception here.  A name with a line
+    # break cannot be one line of a list: then every record ends with a
+    # NUL byte instead, after a first line "# nul" (docs/epochs.md); a
+    # name with a NUL byte cannot be a file's and goes as an empty record
+    if any("\n" in r or "\r" in r for r in rels):
+        recs = head + ["" if "\0" in r else r for r in rels]
+        return b"# nul\n" + os.fsencode("".join(r + "\0" for r in recs))
+    return os.fsencode("".join(line + "\n" for line in head + rels))
 
 
 _NAME_MAX = 63      # the daemon's LIST_NAME_MAX - 1

@@ -627,9 +627,11 @@ int ctl_rewarm(struct ctl *c, unsigned n)
 	int rc = -ENOMEM;
 
 	if (f) {
+		fputs("# nul\n", f);	/* any name, one with a newline too */
 		for (i = 0; i < h.n && taken < n; i++)
 			if (!h.v[i].cached) {
-				fprintf(f, "%s\n", h.v[i].path);
+				fputs(h.v[i].path, f);
+				fputc('\0', f);
 				taken++;
 			}
 		fclose(f);
@@ -649,16 +651,18 @@ int ctl_rewarm(struct ctl *c, unsigned n)
 }
 
 /* warm input: paths, or a heat TSV (first column, escaped as heat_text()
- * writes it; '#' lines skipped).  A name with a newline cannot be on a
- * list: its line is left out. */
+ * writes it; '#' lines skipped), handed on as a list in the NUL form
+ * ("# nul"), so an escaped name with a newline is warmed too */
 static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 {
-	char *paths = malloc(len + 1);
-	size_t at = 0, o = 0;
+	static const char nul[] = "# nul\n";
+	char *paths = malloc(sizeof(nul) + len + 1);
+	size_t at = 0, o = sizeof(nul) - 1;
 	int rc;
 
 	if (!paths)
 		return -ENOMEM;
+	memcpy(paths, nul, o);
 	while (at < len) {
 		const char *line = buf + at, *nl = memchr(line, '\n', len - at);
 		size_t ll = nl ? (size_t)(nl - line) : len - at;
@@ -670,14 +674,16 @@ static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 		if (tab) {
 			ssize_t n = str_unesc(paths + o, line, tab - line);
 
-			if (n < 0 || memchr(paths + o, '\n', n))
+			if (n < 0 || memchr(paths + o, '\0', n))
 				continue;
 			ll = n;
 		} else {
+			if (memchr(line, '\0', ll))
+				continue;	/* binary: no path */
 			memcpy(paths + o, line, ll);
 		}
 		o += ll;
-		paths[o++] = '\n';
+		paths[o++] = '\0';
 	}
 	rc = ctl_commit_list(c, "warm", paths, o, report);
 	free(paths);

@@ -119,6 +119,16 @@ out_ok:
 	return true;
 }
 
+/*
+ * "# nul", as the first line: the records after it end with a NUL byte,
+ * not a newline, so that a name with a newline can be listed (the paths
+ * as find -print0 writes them; header records may follow)
+ */
+static bool nul_header(const char *line, size_t ll)
+{
+	return ll == 5 && !memcmp(line, "# nul", 5);
+}
+
 static int epoch_grow(struct epoch *e, size_t *cap)
 {
 	struct ent *ne;
@@ -147,21 +157,27 @@ int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
 	struct epoch *e = calloc(1, sizeof(*e));
 	size_t at = 0, cap = 0;
 	bool in_header = true;
+	char sep = '\n';		/* a record's end: '\0' after "# nul" */
 
 	*out = NULL;
 	if (!e)
 		return -ENOMEM;
 	htab_init(&e->by_fid, ent_key);
 	while (at < len) {
-		const char *line = text + at, *nl = memchr(line, '\n', len - at);
+		const char *line = text + at, *nl = memchr(line, sep, len - at);
 		size_t ll = nl ? (size_t)(nl - line) : len - at;
 		uint64_t fid, size;
 		int rc;
 
 		at += ll + (nl ? 1 : 0);
 		rep->lines++;
-		if (ll && line[ll - 1] == '\r')
+		if (sep == '\n' && ll && line[ll - 1] == '\r')
 			ll--;
+		if (rep->lines == 1 && nul_header(line, ll)) {
+			rep->headers++;
+			sep = '\0';
+			continue;
+		}
 		if (in_header && ll <= LIST_LINE_MAX && header(line, ll, rep)) {
 			rep->headers++;
 			continue;

@@ -314,3 +314,28 @@ def test_pin_unpin_evict_names_with_newlines(mounter, src):
     assert wait_for(lambda: cached(m, "new\nline") == 0) and cached(m, "cr\r") > 0
     ctl_write(m, "evict", b"x\n")
     assert wait_for(lambda: cached(m, "x") == 0)
+
+
+def test_lists_and_warm_take_names_with_newlines(mounter, src, tmp_path):
+    """a list in the NUL form (first line "# nul", then NUL-ended records:
+    fusefs prefetch --list FILE --null) names a file with a newline, and
+    fusefs warm reads such a name back from heat export's escapes"""
+    put(src, NL_NAMES)
+    m = mounter()
+    lst = tmp_path / "l0"
+    lst.write_bytes(b"new\nline\0x\0")
+    r = run_fusefs("prefetch", m.mnt, "--list", str(lst), "--null", "--name", "nl",
+                   "--epoch", "0")
+    assert r.returncode == 0, r.stderr
+    assert "accepted 2" in r.stdout, r.stdout
+    assert wait_for(lambda: cached(m, "new\nline") > 0 and cached(m, "x") > 0)
+    assert read_uncached(m.path("new\nline")) == NL_NAMES["new\nline"]
+    tsv = run_fusefs("heat", "export", m.mnt).stdout
+    assert "new\\x0aline\t" in tsv, tsv
+    assert run_fusefs("evict", m.path("new\nline")).returncode == 0
+    assert wait_for(lambda: cached(m, "new\nline") == 0)
+    (tmp_path / "hot.tsv").write_text(tsv)
+    r = run_fusefs("warm", m.mnt, "--from", str(tmp_path / "hot.tsv"))
+    assert r.returncode == 0, r.stderr
+    assert wait_for(lambda: cached(m, "new\nline") > 0)
+    assert read_uncached(m.path("new\nline")) == NL_NAMES["new\nline"]

@@ -247,14 +247,16 @@ def test_undecodable_and_bytes_names(mounter, files, src, caplog):
 def test_name_with_a_line_break_is_not_split(mounter, files, src):
     """a file whose name holds a line break cannot be a line of a list:
     written as it was, "d/f000\nd/f001" listed d/f000 and d/f001 (files
-    nobody asked for); it is one refused line ("empty") now"""
+    nobody asked for); the list goes in the NUL form ("# nul") and names
+    that file, and only it"""
     odd = files[0] + "\n" + files[1]
     put(src, {odd: b"x"})
     m = mounter()
     fp.publish(m.mnt, [odd, files[2], files[3]], "nl", epoch=0)
     x = st(m, "nl")
-    assert x["files"] == 2, x
-    assert x["last_publish"]["rejected_empty"] == 1, x
+    assert x["files"] == 3, x
+    assert x["last_publish"]["accepted"] == 3, x
+    assert x["last_publish"]["headers"] == 2, x      # "# nul", "# epoch 0"
 
 
 def test_list_name_that_is_a_path_is_refused(mounter, files, caplog):

@@ -12,9 +12,11 @@
  *
  * Invariants (include/lists.h):
  *  - the resolver only sees non-empty, NUL-free, valid UTF-8 paths of at
- *    most LIST_LINE_MAX bytes with no newline and no leading '/';
+ *    most LIST_LINE_MAX bytes with no newline (but after "# nul") and no
+ *    leading '/';
  *  - every line is counted once: lines == accepted + all rejections,
- *    lines is the number of LF-terminated lines (plus an unterminated
+ *    lines is the number of LF-terminated lines (NUL-terminated after a
+ *    first line "# nul"; plus an unterminated
  *    last one), first_line[k] is set exactly when rejected[k] > 0;
  *  - accepted/unknown/directory/duplicate agree with what the resolver
  *    answered; bytes and max_size with the accepted sizes;
@@ -39,6 +41,7 @@ struct mount {
 	bool seen[NFIDS];
 	size_t n;
 	uint64_t calls, unknown, dirs, dups, bytes, max_size;
+	bool nul_form;		/* the input holds "# nul": LF may be in a name */
 };
 
 static uint64_t path_fid(const char *p, size_t len)
@@ -58,8 +61,9 @@ static int resolve(void *arg, const char *path, size_t len, uint64_t *fid,
 	uint64_t f;
 
 	FUZZ_CHECK(len > 0 && len <= LIST_LINE_MAX, "path of %zu bytes", len);
-	FUZZ_CHECK(!memchr(path, '\0', len) && !memchr(path, '\n', len),
-		   "NUL or LF in a path");
+	FUZZ_CHECK(!memchr(path, '\0', len) &&
+		   (m->nul_form || !memchr(path, '\n', len)),
+		   "NUL, or LF without \"# nul\", in a path");
 	FUZZ_CHECK(path[0] != '/', "leading '/' in a path");
 	FUZZ_CHECK(utf8_valid(path, len), "path not UTF-8");
 	m->calls++;
@@ -86,14 +90,29 @@ static int resolve(void *arg, const char *path, size_t len, uint64_t *fid,
 	return 0;
 }
 
-static uint64_t count_lines(const uint8_t *text, size_t len)
+static uint64_t count_ended(const uint8_t *text, size_t len, uint8_t sep)
 {
 	uint64_t lines = 0;
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		lines += text[i] == '\n';
-	return lines + (len && text[len - 1] != '\n');
+		lines += text[i] == sep;
+	return lines + (len && text[len - 1] != sep);
+}
+
+/* LF-ended lines; after a first line "# nul" (CR allowed), NUL-ended */
+static uint64_t count_lines(const uint8_t *text, size_t len, bool *nul)
+{
+	const uint8_t *lf = memchr(text, '\n', len);
+	size_t first = lf ? (size_t)(lf - text) : len;
+
+	*nul = (first == 5 || (first == 6 && text[5] == '\r')) &&
+	       !memcmp(text, "# nul", 5);
+	if (!*nul)
+		return count_ended(text, len, '\n');
+	if (!lf)
+		return 1;
+	return 1 + count_ended(text + first + 1, len - first - 1, '\0');
 }
 
 static void check_report(const struct list_report *r, const struct mount *m,
@@ -179,12 +198,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct list_report rep, rep2;
 	struct lists *l = lists_create();
 	const char *text = (const char *)data;
-	uint64_t lines = count_lines(data, size);
+	bool nul;
+	uint64_t lines = count_lines(data, size, &nul);
 	size_t k;
 	int rc;
 
 	FUZZ_CHECK(l != NULL, "lists_create failed");
 	memset(&m, 0, sizeof(m));
+	m.nul_form = nul;
 	rc = lists_publish(l, "rank0", text, size, resolve, &m, &rep);
 	check_report(&rep, &m, lines);
 	/*
@@ -211,6 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct mount m2;
 
 		memset(&m2, 0, sizeof(m2));
+		m2.nul_form = nul;
 		rc = lists_publish(l, "rank0", text, size, resolve, &m2, &rep2);
 		FUZZ_CHECK(rc == 0 || rc == -ESTALE || rc == -EBUSY,
 			   "second publish rc %d", rc);

@@ -229,6 +229,41 @@ static void test_parse_good(void)
 	lists_destroy(l);
 }
 
+/*
+ * A first line "# nul": the records after it end with NUL bytes, so a
+ * name may hold a newline (it reaches the resolver whole) and a CR is
+ * kept; headers may follow.  Anywhere else "# nul" is a path.
+ */
+static void test_parse_nul_form(void)
+{
+	static const char text[] = "# nul\n# epoch 2\0f3\0f4\nx\0f5\r\0f6";
+	static const char later[] = "f1\n# nul\nf2\n";
+	struct lists *l = lists_create();
+	struct list_report rep;
+
+	mnt.calls = 0;
+	CHECK_INT(lists_publish(l, "r", text, sizeof(text) - 1, resolve, &mnt,
+				&rep), ==, 0);
+	CHECK_INT(rep.lines, ==, 6);
+	CHECK_INT(rep.headers, ==, 2);
+	CHECK_INT(rep.epoch, ==, 2);
+	CHECK_INT(rep.accepted, ==, 2);			/* f3, f6 */
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 2);	/* "f4\nx", "f5\r" */
+	CHECK_INT(rep.first_line[LR_UNKNOWN], ==, 4);
+	CHECK_INT(mnt.calls, ==, 4);
+	CHECK_STR(window(l, 0, 10), "f3 f6");
+	lists_destroy(l);
+
+	l = lists_create();
+	CHECK_INT(lists_publish(l, "r", later, sizeof(later) - 1, resolve,
+				&mnt, &rep), ==, 0);
+	CHECK_INT(rep.lines, ==, 3);
+	CHECK_INT(rep.headers, ==, 0);
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 1);	/* "# nul" */
+	CHECK_STR(window(l, 0, 10), "f1 f2");
+	lists_destroy(l);
+}
+
 static void test_parse_rejects(void)
 {
 	static const char text[] =
@@ -1602,6 +1637,7 @@ int main(void)
 	runner_name = "test_lists";
 	TEST(test_parse_good);
 	TEST(test_parse_rejects);
+	TEST(test_parse_nul_form);
 	TEST(test_report_text);
 	TEST(test_all_bad_changes_nothing);
 	TEST(test_crlf_and_blank_lines);
