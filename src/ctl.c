@@ -680,6 +680,8 @@ static int warm(struct ctl *c, const char *buf, size_t len, char **report)
 		} else {
 			if (memchr(line, '\0', ll))
 				continue;	/* binary: no path */
+			if (line[ll - 1] == '\r')
+				ll--;		/* CRLF */
 			memcpy(paths + o, line, ll);
 		}
 		o += ll;
