@@ -213,16 +213,19 @@ bench-memory: all
 # docs/reliability.md): osd.0 and radosgw restarted mid-epoch, and FAULT_KILLS
 # SIGKILLs of the daemon during prefetch and eviction storms, each followed by a
 # remount (numbers in FAULT_REPORT), then INDEX_CORRUPTIONS seeded random
-# corruptions of the index and the namespace image (tests/fuse/test_index.py),
-# ~7 min; needs root
+# corruptions of the index and the namespace image (tests/fuse/test_index.py)
+# and LISTING_ROUNDS directory listings spanning a refresh
+# (tests/fuse/test_listings.py), ~8 min; needs root
 FAULT_KILLS  ?= 50
 INDEX_CORRUPTIONS ?= 200
+LISTING_ROUNDS ?= 1000
 FAULT_REPORT ?= /tmp/fusefs-faults.json
 faults: all
 	FUSEFS_FAULT_KILLS=$(FAULT_KILLS) FUSEFS_FAULT_REPORT=$(FAULT_REPORT) \
 	flock /tmp/fusefs-ceph.lock tests/run-integration.sh $(BIN) -k test_faults -s
-	FUSEFS_INDEX_CORRUPTIONS=$(INDEX_CORRUPTIONS) \
-	tests/run-fuse.sh $(BIN) -k test_random_corruptions_never_stop_the_mount
+	FUSEFS_INDEX_CORRUPTIONS=$(INDEX_CORRUPTIONS) FUSEFS_LISTING_ROUNDS=$(LISTING_ROUNDS) \
+	tests/run-fuse.sh $(BIN) -k "test_random_corruptions_never_stop_the_mount or \
+		test_listing_spanning_refresh_returns_unchanged_names_once"
 
 # SOAK_MINUTES of mixed epochs on a file:// source, the daemon's RSS and open
 # fds sampled: flat or not (tests/soak/soak.py, docs/reliability.md); needs root
