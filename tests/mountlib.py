@@ -55,6 +55,15 @@ class Mount:
     def umount(self, check=True):
         if self.proc is None:
             return
+        rc, log = self.stop()
+        for w in BAD_WORDS:
+            assert w not in log, log
+        if check:
+            assert rc == 0, f"fusefs exited {rc}:\n{log}"
+
+    def stop(self):
+        """unmount and wait for the daemon: (exit status, its log), nothing
+        asserted but that it exits"""
         # EBUSY can be a statfs() in flight (the daemon's own watchdog
         # checks its mount every half interval, df(1) anywhere on the
         # machine): it holds the mount for a moment, so try again (a hang
@@ -78,11 +87,7 @@ class Mount:
                                  f"{self.log()[-3000:]}")
         self.proc = None
         self.logf.close()
-        log = self.log()
-        for w in BAD_WORDS:
-            assert w not in log, log
-        if check:
-            assert rc == 0, f"fusefs exited {rc}:\n{log}"
+        return rc, self.log()
 
     def kill(self):
         """SIGKILL the daemon and clear the dead mount."""
