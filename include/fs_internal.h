@@ -14,6 +14,7 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
 
@@ -28,6 +29,10 @@ struct fs {
 	time_t mounted;		/* directories' and control files' times */
 	_Atomic unsigned lookups_now;	/* LOOKUPs being answered */
 	const char *ra_mnt;	/* raise its read-ahead after INIT, or NULL */
+	/* open files of the dataset, freed at the end if no RELEASE came
+	 * (a stop with files open); the lock is a leaf */
+	pthread_mutex_t files_lock;
+	struct fs_file *files;
 };
 
 static inline struct fs *fs_of(fuse_req_t req)

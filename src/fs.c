@@ -489,7 +489,19 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
 struct fs_file {
 	struct centry *ce;
 	uid_t uid;
+	struct fs_file *prev, *next;	/* struct fs's files */
 };
+
+static void file_link(struct fs *fs, struct fs_file *ff)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	ff->prev = NULL;
+	ff->next = fs->files;
+	if (ff->next)
+		ff->next->prev = ff;
+	fs->files = ff;
+	pthread_mutex_unlock(&fs->files_lock);
+}
 
 static struct centry *file_entry(const struct fuse_file_info *fi)
 {
@@ -499,8 +511,23 @@ static struct centry *file_entry(const struct fuse_file_info *fi)
 /* the handle of an open that ends here: its count and memory */
 static void file_put(struct fs *fs, struct fs_file *ff)
 {
+	pthread_mutex_lock(&fs->files_lock);
+	if (ff->prev)
+		ff->prev->next = ff->next;
+	else
+		fs->files = ff->next;
+	if (ff->next)
+		ff->next->prev = ff->prev;
+	pthread_mutex_unlock(&fs->files_lock);
 	openbound_put(fs->ob, ff->uid);
 	free(ff);
+}
+
+/* the handles no RELEASE ended (the session is gone): their memory */
+static void files_free(struct fs *fs)
+{
+	while (fs->files)
+		file_put(fs, fs->files);
 }
 
 /*
@@ -538,6 +565,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		fs_reply_errno(req, rc);
 		return;
 	}
+	file_link(fs, ff);
 	rc = cache_attach(fs->d->cache, ino, key, &a, &ce, &changed);
 	free(key);
 	if (rc) {
@@ -801,7 +829,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	/* fsname (the source: an S3 prefix alone may be 1023 bytes) and the
 	 * kernel options (conf_set_o()'s 512) */
 	char opts[PATH_MAX + 1024], *real;
-	struct fs fs = { .d = d };
+	struct fs fs = { .d = d, .files_lock = PTHREAD_MUTEX_INITIALIZER };
 	struct rlimit rl;
 	bool fd_mount;
 	int rc;
@@ -895,6 +923,8 @@ out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
+	files_free(&fs);
+	pthread_mutex_destroy(&fs.files_lock);
 	passthrough_destroy(fs.pt);
 	openbound_destroy(fs.ob);
 	return rc;
