@@ -63,13 +63,19 @@ def test_symlinked_spare_directory_is_refused(tmp_path, src):
     assert (elsewhere / "0").read_bytes() == b"precious"
 
 
-def test_planted_symlink_is_not_followed(mounter, src, tmp_path):
-    data = rnd(2 * MiB + 5, 3)
+def cached_file(mounter, src, tmp_path, seed):
+    """file f cached by a mount that is gone again: its bytes, the cache"""
+    data = rnd(2 * MiB + 5, seed)
     put(src, {"f": data})
     cache = str(tmp_path / "cache")
     m = mounter(cache=cache)
     assert read_uncached(m.path("f")) == data
     m.umount()
+    return data, cache
+
+
+def test_planted_symlink_is_not_followed(mounter, src, tmp_path):
+    data, cache = cached_file(mounter, src, tmp_path, 3)
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious" * 1000)
     (path,) = data_files(cache)
@@ -120,12 +126,7 @@ def test_cache_dir_path_repointed_after_start_is_not_used(mounter, src, tmp_path
 def test_planted_hard_link_is_not_written_through(mounter, src, tmp_path):
     """a data file that is a hard link (another file's second name) is
     neither trusted nor written: it is unlinked and the file fetched again"""
-    data = rnd(2 * MiB + 5, 4)
-    put(src, {"f": data})
-    cache = str(tmp_path / "cache")
-    m = mounter(cache=cache)
-    assert read_uncached(m.path("f")) == data
-    m.umount()
+    data, cache = cached_file(mounter, src, tmp_path, 4)
     victim = tmp_path / "victim"
     precious = b"precious" * ((len(data) + 7) // 8)
     victim.write_bytes(precious)
