@@ -29,11 +29,25 @@ struct fs {
 	time_t mounted;		/* directories' and control files' times */
 	_Atomic unsigned lookups_now;	/* LOOKUPs being answered */
 	const char *ra_mnt;	/* raise its read-ahead after INIT, or NULL */
-	/* open files of the dataset, freed at the end if no RELEASE came
-	 * (a stop with files open); the lock is a leaf */
-	pthread_mutex_t files_lock;
-	struct fs_file *files;
+	/* open files and directories (dataset and control), dropped at the
+	 * end if no RELEASE came (a stop with them open); a leaf lock */
+	pthread_mutex_t handles_lock;
+	struct fs_handle *handles;
 };
+
+/*
+ * The head of every handle a reply puts in fi->fh.  fs_handle_add() when
+ * it is made, fs_handle_del() when it is freed (its @drop must call it);
+ * fs_handles_drop() calls @drop on those left once the session is gone.
+ */
+struct fs_handle {
+	struct fs_handle *prev, *next;
+	void (*drop)(struct fs *fs, struct fs_handle *h);
+};
+
+void fs_handle_add(struct fs *fs, struct fs_handle *h,
+		   void (*drop)(struct fs *fs, struct fs_handle *h));
+void fs_handle_del(struct fs *fs, struct fs_handle *h);
 
 static inline struct fs *fs_of(fuse_req_t req)
 {

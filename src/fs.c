@@ -261,6 +261,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
  * cache filled from the new one, and falls back to asking here.
  */
 struct dirh {
+	struct fs_handle h;	/* first: fi->fh points at both */
 	pthread_mutex_t lock;	/* guards t: READDIRs of a handle may overlap */
 	struct nsmgr_tree *t;
 };
@@ -268,6 +269,16 @@ struct dirh {
 #define DIR_OFF(gen, pos)	((off_t)((uint64_t)(gen) << 32 | (pos)))
 #define DIR_OFF_GEN(off)	((uint32_t)((uint64_t)(off) >> 32))
 #define DIR_OFF_POS(off)	((uint64_t)(off) & 0xffffffffu)
+
+static void dir_drop(struct fs *fs, struct fs_handle *h)
+{
+	struct dirh *dh = container_of(h, struct dirh, h);
+
+	fs_handle_del(fs, h);
+	nsmgr_release(fs->d->nm, dh->t);
+	pthread_mutex_destroy(&dh->lock);
+	free(dh);
+}
 
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
@@ -287,10 +298,11 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	pthread_mutex_init(&dh->lock, NULL);
 	dh->t = nsmgr_hold(fs->d->nm, 0);
+	fs_handle_add(fs, &dh->h, dir_drop);
 	n = ns_get(dh->t->ns, ino);
 	if (!n || !n->is_dir) {
 		fs_reply_err(req, n ? -ENOTDIR : -ENOENT);
-		goto out_release;
+		goto out_drop;
 	}
 	fi->fh = (uintptr_t)dh;
 	fi->cache_readdir = 1;
@@ -298,10 +310,8 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	if (fuse_reply_open(req, fi) == 0)
 		return;
 	/* interrupted: no RELEASEDIR will come */
-out_release:
-	nsmgr_release(fs->d->nm, dh->t);
-	pthread_mutex_destroy(&dh->lock);
-	free(dh);
+out_drop:
+	dir_drop(fs, &dh->h);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -310,11 +320,8 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	if (dh) {		/* 0 for control directories */
-		nsmgr_release(fs_of(req)->d->nm, dh->t);
-		pthread_mutex_destroy(&dh->lock);
-		free(dh);
-	}
+	if (dh)		/* 0 for control directories */
+		dir_drop(fs_of(req), &dh->h);
 	fuse_reply_err(req, 0);
 }
 
@@ -487,20 +494,41 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
  * it (a RELEASE carries no reliable caller), for openbound_put().
  */
 struct fs_file {
+	struct fs_handle h;	/* first: fi->fh points at both */
 	struct centry *ce;
 	uid_t uid;
-	struct fs_file *prev, *next;	/* struct fs's files */
 };
 
-static void file_link(struct fs *fs, struct fs_file *ff)
+void fs_handle_add(struct fs *fs, struct fs_handle *h,
+		   void (*drop)(struct fs *fs, struct fs_handle *h))
 {
-	pthread_mutex_lock(&fs->files_lock);
-	ff->prev = NULL;
-	ff->next = fs->files;
-	if (ff->next)
-		ff->next->prev = ff;
-	fs->files = ff;
-	pthread_mutex_unlock(&fs->files_lock);
+	h->drop = drop;
+	h->prev = NULL;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->next = fs->handles;
+	if (h->next)
+		h->next->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void fs_handle_del(struct fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+/* the handles no RELEASE ended (the session is gone): their memory */
+static void fs_handles_drop(struct fs *fs)
+{
+	while (fs->handles)
+		fs->handles->drop(fs, fs->handles);
 }
 
 static struct centry *file_entry(const struct fuse_file_info *fi)
@@ -511,23 +539,14 @@ static struct centry *file_entry(const struct fuse_file_info *fi)
 /* the handle of an open that ends here: its count and memory */
 static void file_put(struct fs *fs, struct fs_file *ff)
 {
-	pthread_mutex_lock(&fs->files_lock);
-	if (ff->prev)
-		ff->prev->next = ff->next;
-	else
-		fs->files = ff->next;
-	if (ff->next)
-		ff->next->prev = ff->prev;
-	pthread_mutex_unlock(&fs->files_lock);
+	fs_handle_del(fs, &ff->h);
 	openbound_put(fs->ob, ff->uid);
 	free(ff);
 }
 
-/* the handles no RELEASE ended (the session is gone): their memory */
-static void files_free(struct fs *fs)
+static void file_drop(struct fs *fs, struct fs_handle *h)
 {
-	while (fs->files)
-		file_put(fs, fs->files);
+	file_put(fs, container_of(h, struct fs_file, h));
 }
 
 /*
@@ -565,7 +584,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		fs_reply_errno(req, rc);
 		return;
 	}
-	file_link(fs, ff);
+	fs_handle_add(fs, &ff->h, file_drop);
 	rc = cache_attach(fs->d->cache, ino, key, &a, &ce, &changed);
 	free(key);
 	if (rc) {
@@ -829,7 +848,7 @@ int fs_run(const struct fs_deps *d, int ready_fd)
 	/* fsname (the source: an S3 prefix alone may be 1023 bytes) and the
 	 * kernel options (conf_set_o()'s 512) */
 	char opts[PATH_MAX + 1024], *real;
-	struct fs fs = { .d = d, .files_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct fs fs = { .d = d, .handles_lock = PTHREAD_MUTEX_INITIALIZER };
 	struct rlimit rl;
 	bool fd_mount;
 	int rc;
@@ -923,8 +942,8 @@ out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
-	files_free(&fs);
-	pthread_mutex_destroy(&fs.files_lock);
+	fs_handles_drop(&fs);
+	pthread_mutex_destroy(&fs.handles_lock);
 	passthrough_destroy(fs.pt);
 	openbound_destroy(fs.ob);
 	return rc;

@@ -49,6 +49,7 @@
 #define CTL_BUF_MAX	(64ULL << 20)
 
 struct ctlbuf {			/* fh of an open control file */
+	struct fs_handle h;	/* fs's list of handles */
 	struct ctl_who who;	/* the opener; immutable */
 	pthread_mutex_t lock;	/* guards all below */
 	bool writing, committed;
@@ -145,6 +146,8 @@ static bool is_dir(const struct fs *fs, fuse_ino_t ino)
  * A buffer for a file opened for writing, or holding @ino's text, for
  * @w (counted against @w's quota: -EMFILE, -EDQUOT, -ENOBUFS).
  */
+static void ctlbuf_drop(struct fs *fs, struct fs_handle *h);
+
 static int ctlbuf_create(struct fs *fs, fuse_ino_t ino, bool writing,
 			 const struct ctl_who *w, struct ctlbuf **out)
 {
@@ -173,16 +176,23 @@ static int ctlbuf_create(struct fs *fs, fuse_ino_t ino, bool writing,
 		cb->charged = cb->len;
 	}
 	pthread_mutex_init(&cb->lock, NULL);
+	fs_handle_add(fs, &cb->h, ctlbuf_drop);
 	*out = cb;
 	return 0;
 }
 
 static void ctlbuf_destroy(struct fs *fs, struct ctlbuf *cb)
 {
+	fs_handle_del(fs, &cb->h);
 	ctl_buffer_close(fs->d->ctl, &cb->who, cb->charged);
 	pthread_mutex_destroy(&cb->lock);
 	free(cb->buf);
 	free(cb);
+}
+
+static void ctlbuf_drop(struct fs *fs, struct fs_handle *h)
+{
+	ctlbuf_destroy(fs, container_of(h, struct ctlbuf, h));
 }
 
 static struct ctlbuf *ctlbuf_of(const struct fuse_file_info *fi)
@@ -216,7 +226,8 @@ void fs_ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)cb;
 	fi->direct_io = 1;	/* generated text: no page cache, no size */
 	fi->nonseekable = 0;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi))
+		ctlbuf_destroy(fs, cb);	/* interrupted: no RELEASE */
 }
 
 void fs_ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -381,7 +392,8 @@ void fs_ctl_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_ctl_entry(fs, ino, &e);
 	fi->fh = (uintptr_t)cb;
 	fi->direct_io = 1;
-	fuse_reply_create(req, &e, fi);
+	if (fuse_reply_create(req, &e, fi))
+		ctlbuf_destroy(fs, cb);	/* interrupted: no RELEASE */
 }
 
 void fs_ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
