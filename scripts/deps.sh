@@ -16,7 +16,7 @@ PKGS=(
   libinih-dev libmicrohttpd-dev
   zlib1g-dev libzstd-dev zstd      # manifests: gzip, zstd (zstd: tests)
   ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados
-  python3-pytest python3-boto3 python3-torch python3-venv
+  python3-pytest python3-pytest-xdist python3-boto3 python3-torch python3-venv
   python3-prometheus-client          # tests/fuse/test_metrics.py parses the page
   attr s3cmd
   dpkg-dev debhelper fakeroot python3-yaml man-db

@@ -34,7 +34,9 @@ make -j"$(nproc)" tsan STRESS_SECONDS="${STRESS_SECONDS:-20}"
 stage "sanitizer build (ASan+UBSan): unit and FUSE tests"
 make SAN=1 -j"$(nproc)"
 make SAN=1 unit
-tests/run-fuse.sh build-san/bin/fusefs
+# three pytest workers (pytest-xdist): a FUSE test mostly waits on the
+# kernel and the daemon, one worker keeps a core a third busy
+tests/run-fuse.sh build-san/bin/fusefs -n "${FUSE_JOBS:-3}"
 
 stage "integration tests: scripts and scale tests on the plain build"
 tests/run-integration.sh build/bin/fusefs -m nosan
