@@ -12,7 +12,9 @@
  * however many readers wait for it (single flight), and the completion
  * thread answers every parked request from the fetched bytes in memory,
  * then writes the chunk to the cache.  A reader that advances chunk by
- * chunk gets the next `readahead` chunks fetched in parallel, as far as
+ * chunk gets a window of chunks fetched in parallel, doubling with
+ * each chunk it moves on to, up to `readahead` (reads within a chunk
+ * open none: a record's header and then its body is no stream), as far as
  * max_inflight and the link's bound allow (linkrate.h: the bytes of all
  * reads in flight within what the backend delivers in --ahead-time).
  *

@@ -110,7 +110,7 @@ static const struct opt opts[] = {
 	  "RADOS: read the pool snapshot NAME instead of the live objects" },
 	{ "readahead", OPT_UINT, O(readahead), 0, 64,
 	  "CHUNKS", "8", NULL,
-	  "fetched ahead of a sequential reader" },
+	  "at most, fetched ahead of a sequential reader" },
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
 	  "N", "32", NULL,
 	  "backend reads in flight" },

@@ -89,7 +89,12 @@ struct preq {
 struct seq_slot {
 	uint64_t fid, gen;
 	uint32_t next;			/* chunk a sequential reader reads next */
+	uint32_t streak;		/* chunks it moved on one by one */
+	uint64_t end;			/* the furthest byte a read ended at */
 };
+
+/* a read starting at most this far past the stream's end continues it */
+#define STREAM_GAP	(1u << 20)
 
 struct fetcher {
 	struct cache *c;
@@ -450,23 +455,53 @@ static uint64_t pending_bytes(struct fetcher *f, struct inflight **start,
 	return sum;
 }
 
-/* queue read-ahead of the chunks after @last for a sequential reader */
+/*
+ * The read-ahead window of a stream that moved on chunk by chunk @streak
+ * times: none until it has (reads within one chunk, a header and then
+ * its body, are no stream), then 2, 4, 8, ... up to --readahead chunks.
+ */
+static uint32_t ramp(unsigned readahead, uint32_t streak)
+{
+	if (!streak)
+		return 0;
+	return streak > 6 ? readahead : MIN(readahead, 1u << streak);
+}
+
+/*
+ * Queue read-ahead of the chunks after @last for a sequential reader of
+ * [@off, @end).  A read that starts in the chunk after the furthest one
+ * a read of the file ended in, at most STREAM_GAP past where that read
+ * ended, extends its stream; one that starts in that chunk or the one
+ * before (the kernel's requests of a stream overtake each other) keeps
+ * it; any other begins a new one.
+ */
 static int readahead_locked(struct fetcher *f, struct centry *ce,
-			    const struct cache_ident *ci, uint32_t first,
-			    uint32_t last, struct inflight **start, int nstart,
+			    const struct cache_ident *ci, uint64_t off,
+			    uint64_t end, struct inflight **start, int nstart,
 			    int max)
 {
+	uint32_t first = off / f->cs, last = (end - 1) / f->cs;
 	struct seq_slot *s = &f->seq[ci->fid % SEQ_SLOTS];
-	uint32_t n;
+	uint32_t n, window;
 
 	if (s->fid != ci->fid || s->gen != ci->gen) {
 		s->fid = ci->fid;
 		s->gen = ci->gen;
 		s->next = 0;
+		s->streak = 0;
+		s->end = 0;
 	}
-	if (first != s->next && first + 1 != s->next)
-		goto out;
-	for (n = last + 1; n <= last + f->readahead && n < ci->nchunks &&
+	if (first == s->next && first > 0 && off <= s->end + STREAM_GAP) {
+		s->streak++;
+	} else if (first >= s->next || first + 2 < s->next) {
+		s->streak = 0;		/* a jump: a new stream */
+		s->next = 0;
+		s->end = 0;
+	}
+	s->next = MAX(s->next, last + 1);
+	s->end = MAX(s->end, end);
+	window = ramp(f->readahead, s->streak);
+	for (n = last + 1; n <= last + window && n < ci->nchunks &&
 	     nstart < max; n++) {
 		struct chunk_id id = chunk_of(ci, n);
 		struct inflight *in;
@@ -488,8 +523,6 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 		stat_inc(f->st, readahead_chunks);
 		start[nstart++] = in;
 	}
-out:
-	s->next = last + 1;
 	return nstart;
 }
 
@@ -741,8 +774,8 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 		rc = wait_on_locked(f, &pr, in, &proto, nn);
 	}
 	if (!rc)
-		nstart = readahead_locked(f, ce, &ci, n0, n1, start, nstart,
-					  ARRAY_SIZE(start));
+		nstart = readahead_locked(f, ce, &ci, off, off + len, start,
+					  nstart, ARRAY_SIZE(start));
 	if (pr) {
 		memcpy(pr->bufs, bufs, nn * sizeof(bufs[0]));
 		if (rc)

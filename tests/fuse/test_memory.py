@@ -91,20 +91,41 @@ def test_peak_rss_under_the_limit(mounter, src, tmp_path, hooks):
 
     # the same workload with a larger limit (and an empty cache): the
     # backend's reads held (file-read gate) until more than the first
-    # limit is in flight, each reader's first miss starting its whole
-    # file (8 chunks of read-ahead; no rate measured yet, no link bound)
+    # limit is in flight: besides the readers' first misses, a 4 KiB
+    # read of every other chunk of every file, each on its own thread
+    # (POSIX_FADV_RANDOM: the kernel asks for just that page), all misses
+    # at once (no read-ahead: a reader read-ahead opens only as it moves
+    # on from chunk to chunk, which a held backend never lets it)
     m = mounter("--chunk-size", "4M", "--cache-size", CACHE,
                 "--memory-limit", "512M", "--passthrough", "off",
                 cache=str(tmp_path / "cache2"), env=hooks.env)
     hooks.close("file-read")
+    data = {n: rnd(SIZE, i) for i, n in enumerate(names)}
+    wrong = []
+
+    def one_page(n, off):
+        fd = os.open(m.path(n), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            if os.pread(fd, 4096, off) != data[n][off:off + 4096]:
+                wrong.append((n, off))
+        finally:
+            os.close(fd)
+    pages = [threading.Thread(target=one_page, args=(n, k * 4 * MiB))
+             for n in names for k in range(1, SIZE // (4 * MiB), 2)]
 
     def beyond_the_first_limit():
+        for t in pages:
+            t.start()
         try:
             assert wait_for(lambda: stats(m)["mem_budget_used_bytes"] > 48 * MiB,
                             timeout=60), stats(m)
         finally:
             hooks.open("file-read")
+            for t in pages:
+                t.join()
     assert read_all(m, names, want, started=beyond_the_first_limit) == []
+    assert wrong == []
     st = stats(m)
     assert st["mem_budget_limit_bytes"] == 512 * MiB
     assert st["mem_budget_peak_bytes"] > 48 * MiB    # it used the room

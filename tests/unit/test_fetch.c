@@ -79,18 +79,31 @@ static void test_single_flight(void)
 static void test_readahead(void)
 {
 	struct env e;
-	char *data = pattern(6 * CS, 2), *got = malloc(6 * CS);
+	char *data = pattern(12 * CS, 2), *got = malloc(12 * CS);
 	struct centry *ce;
 
 	env_init(&e, 64 * CS, 3, READ_DIRECT);
-	mem_put(e.be, "seq", data, 6 * CS);
+	mem_put(e.be, "seq", data, 12 * CS);
 	ce = attach(&e, "seq", NULL);
-	CHECK_INT(do_read(&e, ce, 0, 4096, got), ==, 4096);
-	/* chunks 1..3 were fetched ahead without being asked for */
-	CHECK_INT(e.st.readahead_chunks, ==, 3);
-	CHECK_INT(read_all(&e, ce, got, 6 * CS), ==, 0);
-	CHECK(!memcmp(got, data, 6 * CS));
-	CHECK_INT(mem_reads(e.be), ==, 6);
+	/* reads within one chunk, a header and then its body, are no stream */
+	CHECK_INT(do_read(&e, ce, 0, 512, got), ==, 512);
+	CHECK_INT(do_read(&e, ce, 512, 100 << 10, got), ==, 100 << 10);
+	CHECK_INT(e.st.readahead_chunks, ==, 0);
+	/* moving on to the next chunk is: two chunks ahead (2, 3) */
+	CHECK_INT(do_read(&e, ce, CS, 4096, got), ==, 4096);
+	CHECK_INT(e.st.readahead_chunks, ==, 2);
+	/* a request of the stream overtaken by the next keeps it */
+	CHECK_INT(do_read(&e, ce, CS - 4096, 4096, got), ==, 4096);
+	/* on to chunk 2: a window of --readahead (3): 3, 4, 5, of which 4
+	 * and 5 are new */
+	CHECK_INT(do_read(&e, ce, 2 * CS, 4096, got), ==, 4096);
+	CHECK_INT(e.st.readahead_chunks, ==, 4);
+	/* a jump begins a new stream: nothing ahead of chunk 9 */
+	CHECK_INT(do_read(&e, ce, 8 * CS + 100, 4096, got), ==, 4096);
+	CHECK_INT(e.st.readahead_chunks, ==, 4);
+	CHECK_INT(read_all(&e, ce, got, 12 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 12 * CS));
+	CHECK_INT(mem_reads(e.be), ==, 12);
 	cache_detach(e.cache, ce);
 	env_fini(&e);
 	free(data);
@@ -682,7 +695,7 @@ static void test_speculation_bounded_by_link(void)
 	struct env e;
 	char *data = pattern(8 * CS, 17), *got = malloc(8 * CS);
 	struct centry *warm, *ce, *pf;
-	struct result r;
+	struct result r, r2;
 
 	env_init_ahead(&e, 64 * CS, 4, READ_DIRECT, 50);
 	mem_put(e.be, "warm", data, CS);
@@ -699,22 +712,28 @@ static void test_speculation_bounded_by_link(void)
 	CHECK_INT(r.err, ==, 0);
 	free(r.buf);
 
-	/* a sequential reader: its chunk and one chunk of read-ahead (the
-	 * floor of two chunks), not the four --readahead asks for */
+	/* a sequential reader's two chunks in flight take the floor of two
+	 * chunks: none of the read-ahead its stream asks for (chunks 2, 3) */
 	ce = attach(&e, "seq", NULL);
 	mem_hold(e.be);
 	result_init(&r, 4096 + 1);
+	result_init(&r2, 4096 + 1);
 	CHECK_INT(fetch_read(e.fetch, ce, 0, 4096, result_done, &r), ==, 0);
-	CHECK_INT(e.st.readahead_chunks, ==, 1);
+	CHECK_INT(fetch_read(e.fetch, ce, CS, 4096, result_done, &r2), ==, 0);
+	CHECK_INT(e.st.readahead_chunks, ==, 0);
 	/* and no prefetch while those two are in flight */
 	pf = attach(&e, "pf", NULL);
 	CHECK_INT(fetch_prefetch(e.fetch, pf, 0, false), ==, -EBUSY);
 	usleep(300000);		/* as slow as the first */
 	mem_release(e.be);
 	result_wait(&r);
+	result_wait(&r2);
 	CHECK_INT(r.err, ==, 0);
+	CHECK_INT(r2.err, ==, 0);
 	CHECK(!memcmp(r.buf, data, 4096));
+	CHECK(!memcmp(r2.buf, data + CS, 4096));
 	free(r.buf);
+	free(r2.buf);
 
 	/* nothing in flight: prefetches start again, two at a time */
 	mem_hold(e.be);
