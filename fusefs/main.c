@@ -31,6 +31,7 @@
 #include "cfgfile.h"
 #include "conf.h"
 #include "fetch.h"
+#include "epochs.h"
 #include "fs.h"
 #include "log.h"
 #include "manifest_cmd.h"
@@ -482,6 +483,7 @@ static int cmd_mount(int argc, char **argv)
 	struct metrics *metrics = NULL;
 	struct lists *lists = NULL;
 	struct prefetcher *pf = NULL;
+	struct epochs *epochs = NULL;
 	struct verifier *ver = NULL;
 	struct ctl *ctl = NULL;
 	struct fs_deps deps;
@@ -559,6 +561,10 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	if (prefetch_create(&pf, lists, nm, cache, fetch))
 		goto out;
+	/* the lists on the data path: the policy's future, the fetcher's
+	 * wanted hook, opens that move a list wake the prefetcher */
+	if (epochs_create(&epochs, lists, cache, fetch, pf))
+		goto out;
 	ctl = ctl_create(&(struct ctl_deps){ .st = &st, .cache = cache,
 		.nm = nm, .lists = lists, .pf = pf, .cf = &cf,
 		.mem = fetch_budget(fetch) });
@@ -571,7 +577,8 @@ static int cmd_mount(int argc, char **argv)
 			.st = &st, .cache = cache, .nm = nm, .lists = lists }))
 		goto out;
 	deps = (struct fs_deps){ .cf = &cf, .nm = nm, .cache = cache, .ctl = ctl,
-				 .fetch = fetch, .st = &st, .verifier = ver };
+				 .epochs = epochs, .fetch = fetch, .st = &st,
+				 .verifier = ver };
 	sv.meta = meta;
 	deps.on_ready = report_ready;
 	deps.ready_arg = &sv;
@@ -587,6 +594,7 @@ out:
 	prefetch_stop(pf);
 	fetch_destroy(fetch);
 	prefetch_destroy(pf);
+	epochs_destroy(epochs);
 	ctl_destroy(ctl);
 	lists_destroy(lists);
 	cache_close(cache);

@@ -178,8 +178,6 @@ int ctl_commit_list(struct ctl *c, const char *name, const char *buf,
 		    size_t len, char **report);
 /* ctl_stats_text() - the report (report.h), lists included; malloc'ed */
 char *ctl_stats_text(struct ctl *c, size_t *len);
-/* ctl_note_open() - a reader opened file @fid; @ready if fully cached */
-void ctl_note_open(struct ctl *c, uint64_t fid, bool ready);
 /* ctl_rewarm() - publish the @n hottest files not cached as list "warm" */
 int ctl_rewarm(struct ctl *c, unsigned n);
 

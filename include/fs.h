@@ -25,6 +25,7 @@
 #include "cache.h"
 #include "conf.h"
 #include "ctl.h"
+#include "epochs.h"
 #include "fetch.h"
 #include "nsmgr.h"
 #include "stats.h"
@@ -37,6 +38,7 @@ struct fs_deps {
 	struct fetcher *fetch;
 	struct stats *st;
 	struct ctl *ctl;		/* control files under .fusefs/ */
+	struct epochs *epochs;		/* opens move the epoch lists */
 	struct verifier *verifier;	/* may be NULL (--verify-depth 0) */
 	/* on_ready() - called once the mount answers (e.g. systemd notify) */
 	void (*on_ready)(void *arg);

@@ -1037,10 +1037,3 @@ char *ctl_stats_text(struct ctl *c, size_t *len)
 	return report_text(&src, len);
 }
 
-void ctl_note_open(struct ctl *c, uint64_t fid, bool ready)
-{
-	/* a wake-up of the prefetch thread per open costs a context switch
-	 * per file: only when a list moved */
-	if (lists_note_open(c->d.lists, fid, ready))
-		prefetch_kick(c->d.pf);
-}

@@ -618,7 +618,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		file_put(fs, ff);
 		return;
 	}
-	ctl_note_open(fs->d->ctl, ino, complete);
+	epochs_note_open(fs->d->epochs, ino, complete);
 }
 
 /* an open parked until a re-check of its file answers */

@@ -93,13 +93,6 @@ void prefetch_published(struct prefetcher *p)
 	prefetch_kick(p);
 }
 
-static bool wanted(void *arg, uint64_t fid, uint64_t within)
-{
-	return lists_unread_now(arg, fid) &&
-	       (within == UINT64_MAX ||
-		lists_next_use_bytes(arg, fid, NULL) < within);
-}
-
 /* the entry of file @fid held busy, or NULL if it is not a file now */
 static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
 {
@@ -377,11 +370,6 @@ int prefetch_create(struct prefetcher **out, struct lists *l,
 	p->f = f;
 	pthread_mutex_init(&p->lock, NULL);
 	fetch_on_prefetch_done(f, on_done, p);
-	fetch_set_wanted(f, wanted, l);
-	cache_set_future(c, &(struct policy_future){
-		.one = lists_next_use_bytes, .many = lists_next_use_many,
-		.known = lists_known, .sync = lists_sync,
-		.where = lists_where, .reads = lists_reads, .arg = l });
 	rc = bgthread_start(&p->thread, "fusefs-prefetch", IDLE_MS,
 			    prefetch_tick, p);
 	if (rc)

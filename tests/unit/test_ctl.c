@@ -22,6 +22,8 @@
 
 #include "compiler.h"
 #include "ctl.h"
+#include "epochs.h"
+#include "fetch.h"
 #include "log.h"
 #include "manifest_src.h"
 #include "nsmgr.h"
@@ -61,8 +63,13 @@ struct env {
 	struct cache *cache;
 	struct nsmgr *nm;
 	struct lists *lists;
+	struct fetcher *fetch;
+	struct epochs *epochs;	/* the data path's opens: epochs_note_open() */
 	struct ctl *ctl;
 };
+
+/* what epochs_note_open() kicks: the fakes above count, whatever it is */
+static char fake_prefetcher;
 
 static void env_init(struct env *e)
 {
@@ -86,6 +93,10 @@ static void env_init(struct env *e)
 	CHECK_INT(cache_open(&e->cache, &e->cf, e->meta, &e->st), ==, 0);
 	CHECK_INT(nsmgr_open(&e->nm, e->be, e->meta, &e->cf, &e->st), ==, 0);
 	e->lists = lists_create();
+	CHECK_INT(fetch_create(&e->fetch, e->cache, e->be, &e->cf, &e->st),
+		  ==, 0);
+	CHECK_INT(epochs_create(&e->epochs, e->lists, e->cache, e->fetch,
+				(struct prefetcher *)&fake_prefetcher), ==, 0);
 	d = (struct ctl_deps){ .st = &e->st, .cache = e->cache, .nm = e->nm,
 			       .lists = e->lists, .pf = NULL };
 	e->ctl = ctl_create(&d);
@@ -98,6 +109,8 @@ static void env_fini(struct env *e)
 	char cmd[128];
 
 	ctl_destroy(e->ctl);
+	epochs_destroy(e->epochs);
+	fetch_destroy(e->fetch);
 	lists_destroy(e->lists);
 	nsmgr_close(e->nm);
 	cache_close(e->cache);
@@ -436,7 +449,7 @@ static void test_list_publish(void)
 	CHECK_INT(commit(&e, r0, "z/only\n", rep, sizeof(rep)), ==, 0);
 	CHECK_INT(field(read_text(&e, r0), "next_epoch_files"), ==, 1);
 	/* the reader's opens move the position */
-	ctl_note_open(e.ctl, file_ino(&e, "a/1"), true);
+	epochs_note_open(e.epochs, file_ino(&e, "a/1"), true);
 	CHECK_INT(kicks, ==, 3);
 	t = read_text(&e, r0);
 	CHECK_INT(field(t, "position"), ==, 1);
@@ -483,7 +496,7 @@ static void test_list_epochs(void)
 		  -EBUSY);
 	CHECK(strstr(rep, "NOT published: later epochs already queued") != NULL);
 	/* the next epoch begins although 4 was not read to its end */
-	ctl_note_open(e.ctl, file_ino(&e, "a/1"), true);
+	epochs_note_open(e.epochs, file_ino(&e, "a/1"), true);
 	CHECK_INT(commit(&e, r1, "# begin 5\n", rep, sizeof(rep)), ==, 0);
 	t = read_text(&e, r1);
 	CHECK_INT(field(t, "epoch"), ==, 5);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "epochs.h"
 #include "manifest_src.h"
 #include "nsmgr.h"
 #include "prefetch.h"
@@ -29,6 +30,7 @@ struct penv {
 	struct nsmgr *nm;
 	struct lists *lists;
 	struct prefetcher *pf;
+	struct epochs *epochs;
 };
 
 /* the namespace and lists over the objects put into @p's backend */
@@ -41,6 +43,15 @@ static void penv_open(struct penv *p)
 	CHECK(p->lists != NULL);
 }
 
+/* the prefetcher, and the lists wired to the data path as main.c does */
+static void penv_start(struct penv *p)
+{
+	CHECK_INT(prefetch_create(&p->pf, p->lists, p->nm, p->e.cache,
+				  p->e.fetch), ==, 0);
+	CHECK_INT(epochs_create(&p->epochs, p->lists, p->e.cache, p->e.fetch,
+				p->pf), ==, 0);
+}
+
 /* held reads released; the fetcher drained before the prefetcher goes */
 static void penv_fini(struct penv *p)
 {
@@ -49,6 +60,7 @@ static void penv_fini(struct penv *p)
 	fetch_destroy(p->e.fetch);
 	p->e.fetch = NULL;
 	prefetch_destroy(p->pf);
+	epochs_destroy(p->epochs);
 	lists_destroy(p->lists);
 	nsmgr_close(p->nm);
 	env_fini(&p->e);
@@ -182,8 +194,7 @@ static void test_staged_in_flight_keeps_later_files_off_disk(void)
 	}
 	mem_hold_key(p.e.be, "f7");
 	penv_open(&p);
-	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
-		  ==, 0);
+	penv_start(&p);
 	CHECK_INT(lists_publish(p.lists, "rank0", text, strlen(text), resolve,
 				&p, &rep), ==, 0);
 	CHECK_INT(rep.accepted, ==, ARRAY_SIZE(names));
@@ -241,8 +252,7 @@ static void test_refused_prefetch_is_written_from_memory_later(void)
 	CHECK_INT(cache_free(p.e.cache), ==, 0);
 
 	mem_hold_key(p.e.be, "w");
-	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
-		  ==, 0);
+	penv_start(&p);
 	CHECK_INT(lists_publish(p.lists, "warm", "w\n", 2, resolve, &p, &rep),
 		  ==, 0);
 	prefetch_published(p.pf);
@@ -295,8 +305,7 @@ static void staged_list(struct penv *p, unsigned cached, unsigned listed,
 	}
 	fclose(f);
 	penv_open(p);
-	CHECK_INT(prefetch_create(&p->pf, p->lists, p->nm, p->e.cache,
-				  p->e.fetch), ==, 0);
+	penv_start(p);
 	CHECK_INT(lists_publish(p->lists, "rank0", text, len, resolve, p,
 				&rep), ==, 0);
 	CHECK_INT(rep.accepted, ==, listed);
@@ -440,8 +449,7 @@ static void test_a_refused_queued_epoch_ends_only_its_list(void)
 	for (i = 0; i < ARRAY_SIZE(names); i++)
 		mem_put(p.e.be, names[i], data, 4096);
 	penv_open(&p);
-	CHECK_INT(prefetch_create(&p.pf, p.lists, p.nm, p.e.cache, p.e.fetch),
-		  ==, 0);
+	penv_start(&p);
 	publish(&p, "rank0", "a1\na2\na3\na4\n", LO_CURRENT);
 	publish(&p, "rank0", "q1\nq2\na1\na2\na3\na4\n", LO_QUEUED);
 	for (i = 0; i < 1000 && !on_disk(&p, "a4"); i++)
