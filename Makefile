@@ -76,9 +76,13 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BUILD)/tests/unit/backend_mem.o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LDLIBS) -lcrypto
 
-unit: $(UNIT:%=$(BUILD)/tests/unit/%)
-	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"; \
-	fail=0; for t in $^; do $$t; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ] || fail=1; done; exit $$fail
+# one target per test, so that `make -j2 unit` runs two at a time (exit 77:
+# the test printed why it skipped)
+UNIT_RUNS = $(UNIT:%=unit-run-%)
+unit: $(UNIT_RUNS)
+$(UNIT_RUNS): unit-run-%: $(BUILD)/tests/unit/%
+	@UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" $<; \
+	rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
 # no Ceph needed: unit tests, then the FUSE tests over file:// sources
 test: all unit
@@ -95,8 +99,11 @@ tsan:
 	$(MAKE) --no-print-directory TSAN=1 tsan-unit
 	$(MAKE) --no-print-directory TSAN=1 stress
 
-tsan-unit: $(TSAN_UNIT:%=$(BUILD)/tests/unit/%)
-	@fail=0; for t in $^; do $(TSAN_ENV) $$t || fail=1; done; exit $$fail
+# one target per test: `make -j2 tsan` runs two at a time
+TSAN_RUNS = $(TSAN_UNIT:%=tsan-run-%)
+tsan-unit: $(TSAN_RUNS)
+$(TSAN_RUNS): tsan-run-%: $(BUILD)/tests/unit/%
+	@$(TSAN_ENV) $<
 
 # the stress test on whichever build (TSAN=1, SAN=1 or plain); any sanitizer
 # report, wrong byte or non-zero daemon exit fails it.  Two phases on one
@@ -183,9 +190,12 @@ fuzz: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # the committed crashes/ reproducers, then FUZZ_SMOKE_SECONDS per target
-# on a throwaway copy of the corpus (scripts/test.sh runs this)
-fuzz-smoke: fuzz-build
-	tests/fuzz/run.sh --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+# on a throwaway copy of the corpus (scripts/test.sh runs this); one target
+# per fuzzer: `make -j2 fuzz-smoke` runs two at a time
+FUZZ_SMOKES = $(FUZZ_TARGETS:%=fuzz-smoke-%)
+fuzz-smoke: $(FUZZ_SMOKES)
+$(FUZZ_SMOKES): fuzz-smoke-%: fuzz-build
+	@tests/fuzz/run.sh --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $*
 
 # cached epochs against local disk over a file:// source, no Ceph: passthrough auto / off /
 # non-root daemon, page cache dropped (echo 3, echo 1) or not, A/B pairs, first epoch after a
@@ -259,7 +269,7 @@ install: all
 clean:
 	rm -rf build build-san build-tsan $(FUZZ_BUILD)
 
-.PHONY: all unit check test bench install clean fuzz fuzz-build fuzz-smoke tsan tsan-unit stress
+.PHONY: all unit $(UNIT_RUNS) $(TSAN_RUNS) $(FUZZ_SMOKES) check test bench install clean fuzz fuzz-build fuzz-smoke tsan tsan-unit stress
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:

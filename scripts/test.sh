@@ -26,14 +26,14 @@ stage() {
 stage "build"
 make -j"$(nproc)"
 stage "unit tests"
-make unit
+make -j"$(nproc)" unit
 stage "fuzz smoke (tests/fuzz)"
 make -j"$(nproc)" fuzz-smoke FUZZ_SMOKE_SECONDS="${FUZZ_SMOKE_SECONDS:-6}"
 stage "ThreadSanitizer: threaded unit tests and the stress test (make tsan)"
 make -j"$(nproc)" tsan STRESS_SECONDS="${STRESS_SECONDS:-20}"
 stage "sanitizer build (ASan+UBSan): unit and FUSE tests"
 make SAN=1 -j"$(nproc)"
-make SAN=1 unit
+make SAN=1 -j"$(nproc)" unit
 # three pytest workers (pytest-xdist): a FUSE test mostly waits on the
 # kernel and the daemon, one worker keeps a core a third busy
 tests/run-fuse.sh build-san/bin/fusefs -n "${FUSE_JOBS:-3}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run libFuzzer targets one after another (never two at once), each for
+# Run libFuzzer targets one after another, each for
 # SECONDS, from the committed seeds in tests/fuzz/corpus/TARGET/.
 #
 #   tests/fuzz/run.sh [--smoke] BUILD SECONDS TARGET...
