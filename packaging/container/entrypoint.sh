@@ -50,8 +50,10 @@ if ((${#known[@]} == 0)); then
     printf '%s\n' "$helptext" | head -5 >&2
     exit 1
 fi
+declare -A is_option=()
 have_cache_dir=0
 for opt in "${known[@]}"; do
+    is_option[$opt]=1
     var=FUSEFS_$(tr 'a-z-' 'A-Z_' <<<"$opt")
     [[ -v $var ]] || continue
     val=${!var}
@@ -70,7 +72,9 @@ for var in $(compgen -e | grep '^FUSEFS_' || true); do
     FUSEFS_SOURCE | FUSEFS_MOUNTPOINT | FUSEFS_OPTIONS | FUSEFS_BIN) continue ;;
     esac
     opt=$(tr 'A-Z_' 'a-z-' <<<"${var#FUSEFS_}")
-    if ! printf '%s\n' "${known[@]}" | grep -qx -- "$opt"; then
+    # (not `printf ... | grep -q`: under pipefail, grep leaving early
+    # fails printf with EPIPE, and a known option looked unknown)
+    if [[ -z $opt || -z ${is_option[$opt]:-} ]]; then
         echo "fusefs-entrypoint: $var is not a fusefs option (fusefs --help)" >&2
         exit 2
     fi
