@@ -222,10 +222,18 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
  * more (cache_priv.h, cache_move_head()).
  * A stale entry (replaced by a newer version) is never lent: a new entry
  * of its version may share its data file (see cache_priv.h, lent_stale).
+ * Each fd returned holds the whole file in the cache until
+ * cache_passthrough_put(): files so held take at most half the cache
+ * size, so that eviction always has room (a file past that is read
+ * through the daemon, whose opens hold nothing).
  * Return: an fd (owned by the cache, valid while @ce is open), -EAGAIN
- * if the file is not complete, -ESTALE if @ce is stale, -errno.
+ * if the file is not complete, -ENOSPC if holding it would pass that
+ * half, -ESTALE if @ce is stale, -errno.
  */
 int cache_passthrough_fd(struct cache *c, struct centry *ce);
+/* cache_passthrough_put() - the open a cache_passthrough_fd() was for
+ * ended (or never began): the file may be evicted again */
+void cache_passthrough_put(struct cache *c, struct centry *ce);
 /* cache_read_fd() - fd to splice PRESENT ranges from (buffered) */
 int cache_read_fd(const struct centry *ce);
 /* cache_read_done() - a reader's last look at @ce without the lock is
@@ -233,6 +241,12 @@ int cache_read_fd(const struct centry *ce);
 void cache_read_done(struct centry *ce);
 /* cache_note_read() - heat: @bytes read through the mount */
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes);
+/*
+ * cache_read_begin() - cache_note_read(), and a busy reference
+ * (cache_busy_put() ends it) under the same lock: an open file's chunks
+ * may be evicted, but not while a read of it is being served.
+ */
+void cache_read_begin(struct cache *c, struct centry *ce, uint64_t bytes);
 /* cache_missing() - chunks of @ce neither cached nor in flight */
 uint32_t cache_missing(struct cache *c, const struct centry *ce);
 /* cache_is_complete() - every chunk of @ce is on disk */

@@ -187,8 +187,11 @@ static void idle_push_locked(struct cache *c, struct centry *ce)
 
 static void refs_changed_locked(struct cache *c, struct centry *ce)
 {
+	/* an open lent file (read through the daemon now) is held too: its
+	 * chunks go only by a move, which closes the files its reads use */
 	if (!ce->stale)
-		policy_in_use(&c->pol, ce->pn, ce->opens || ce->busy);
+		policy_in_use(&c->pol, ce->pn, ce->pt_opens || ce->busy ||
+			      (ce->opens && ce->lent));
 	if (ce->opens || ce->busy)
 		idle_unlink_locked(c, ce);	/* used again: files are open */
 }
@@ -318,11 +321,13 @@ static void unverified_dropped_locked(struct cache *c, struct centry *ce,
 }
 
 /*
- * Drop the last cached chunks of idle entry @ce until @bytes are freed:
- * hole punched, CH_ABSENT, out of the index.  The one file-system call
- * under the cache lock (an open of a closed data file and a fallocate):
- * a punch after unlocking could hit the same chunk fetched again
- * meanwhile.  If a punch fails, the whole file goes.
+ * Drop the last cached chunks of entry @ce (idle, or open on the daemon
+ * path) until @bytes are freed: hole punched, CH_ABSENT, out of the
+ * index.  The one file-system call under the cache lock (an open of a
+ * closed data file and a fallocate): a punch after unlocking could hit
+ * the same chunk fetched again meanwhile.  If a punch fails, the whole
+ * file goes, or for an open file the chunk is counted gone (a refetch
+ * writes over it).
  */
 static void drop_tail_locked(struct cache *c, struct centry *ce,
 			     uint64_t bytes, struct later *l)
@@ -349,7 +354,8 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 				 str_log(ce->key), strerror(errno));
 			unverified_dropped_locked(c, ce, n);
 			ce->state[n] = CH_ABSENT;
-			break;
+			if (!ce->opens)
+				break;
 		}
 		unverified_dropped_locked(c, ce, n);
 		ce->state[n] = CH_ABSENT;
@@ -363,7 +369,7 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 		stat_add(c->st, prefetch_wasted_bytes, freed);
 	stat_add(c->st, evicted_bytes, freed);
 	log_dbg("evict %" PRIu64 " bytes of %s", freed, str_log(ce->key));
-	if (freed < bytes || !ce->used)
+	if ((freed < bytes || !ce->used) && !ce->opens)
 		evict_locked(c, ce, l);
 }
 
@@ -465,7 +471,7 @@ static void drop_victim_locked(struct cache *c, struct centry *v,
 {
 	if (!v)
 		return;
-	if (take >= v->used)
+	if (take >= v->used && !v->opens)
 		evict_locked(c, v, l);
 	else if (v->lent)	/* the kernel may read it: never punched */
 		move_tail_locked(c, v, take, l);
@@ -1423,10 +1429,30 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 		return -errno;
 	pthread_mutex_lock(&c->lock);
 	rc = ce->stale ? -ESTALE : 0;	/* replaced meanwhile: never lent */
-	if (!rc)
+	if (!rc && !ce->pt_opens &&
+	    c->pt_bytes + ce->used > c->pol.limit / 2)
+		rc = -ENOSPC;	/* the daemon's path: evictable as it goes */
+	if (!rc) {
 		ce->lent = true;	/* never changed in place again */
+		if (!ce->pt_opens++) {
+			ce->pt_bytes = ce->used;
+			c->pt_bytes += ce->pt_bytes;
+			refs_changed_locked(c, ce);
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
 	return rc ? rc : ce->fd;
+}
+
+void cache_passthrough_put(struct cache *c, struct centry *ce)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!--ce->pt_opens) {
+		c->pt_bytes -= ce->pt_bytes;
+		ce->pt_bytes = 0;
+		refs_changed_locked(c, ce);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 int cache_read_fd(const struct centry *ce)
@@ -1443,6 +1469,15 @@ void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes)
 {
 	pthread_mutex_lock(&c->lock);
 	policy_read(&c->pol, ce->pn, bytes);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_read_begin(struct cache *c, struct centry *ce, uint64_t bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	policy_read(&c->pol, ce->pn, bytes);
+	ce->busy++;
+	refs_changed_locked(c, ce);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -35,6 +35,15 @@ struct centry {
 	uint64_t used;		/* bytes accounted on disk */
 	int opens;		/* open file handles */
 	int busy;		/* references without an open handle */
+	/*
+	 * Of its opens, those the kernel reads through the data file itself
+	 * (cache_passthrough_fd()); they hold the file whole, and
+	 * @pt_bytes of it count against struct cache's pt_bytes.  Opens on
+	 * the daemon path do not hold it: its chunks may be evicted while
+	 * it is open, but for those a reply is being copied from (busy).
+	 */
+	int pt_opens;
+	uint64_t pt_bytes;
 	bool stale;		/* replaced by a newer version, out of table */
 	bool opening;		/* a thread opens the data files (no lock) */
 	bool on_disk;		/* cache_load: its data file was found */
@@ -117,6 +126,9 @@ struct cache {
 	 * a stale entry lives never moved: the whole file goes).
 	 */
 	struct centry *lent_stale;
+	/* bytes of files held by passthrough opens: at most half the limit
+	 * (cache_passthrough_fd()), so that they never stop eviction */
+	uint64_t pt_bytes;
 	uint64_t files;
 	uint64_t unverified;	/* CH_UNVERIFIED chunks of entries in tab */
 	/*

@@ -684,33 +684,24 @@ static int wait_on_locked(struct fetcher *f, struct preq **prp,
 	return 0;
 }
 
-int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
-	       size_t size, fetch_done_fn done, void *arg)
+/*
+ * fetch_read() of [@off, @off + @len), chunks @n0..@n1, with a busy
+ * reference on @ce: the open file's chunks may be evicted (only busy
+ * entries and files held by passthrough opens are not), so the chunks
+ * found on disk stay there until they are served.
+ */
+static int read_held(struct fetcher *f, struct centry *ce,
+		     const struct cache_ident *cip, uint64_t off, size_t len,
+		     fetch_done_fn done, void *arg)
 {
 	struct chunkbuf *bufs[MAX_READ_CHUNKS] = { NULL };
 	struct inflight *start[MAX_READ_CHUNKS + 64];
 	struct preq *pr = NULL, proto;
-	struct cache_ident ci;
-	uint32_t n0, n1, nn, n, i;
+	struct cache_ident ci = *cip;
+	uint32_t n0 = off / f->cs, n1 = (off + len - 1) / f->cs;
+	uint32_t nn = n1 - n0 + 1, n, i;
 	int nstart = 0, tries, rc = 0;
 	bool parked, memwait = false;
-	size_t len;
-
-	stat_inc(f->st, reads);
-	cache_ident(ce, &ci);
-	if (off >= ci.size || !size) {
-		done(arg, 0, NULL, 0);
-		return 0;
-	}
-	len = MIN((uint64_t)size, ci.size - off);
-	n0 = off / f->cs;
-	n1 = (off + len - 1) / f->cs;
-	nn = n1 - n0 + 1;
-	if (nn > MAX_READ_CHUNKS || n1 >= ci.nchunks)
-		return -EINVAL;
-	if (cache_chunk_state(f->c, ce, n0) == -ESTALE)
-		return -ESTALE;		/* replaced: no bytes of it any more */
-	cache_note_read(f->c, ce, len);
 
 	tries = 0;
 	/* chunks from an earlier run are checked before anything is served */
@@ -799,6 +790,33 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	}
 	for (i = 0; i < nn; i++)
 		chunkbuf_put(bufs[i]);
+	return rc;
+}
+
+int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
+	       size_t size, fetch_done_fn done, void *arg)
+{
+	struct cache_ident ci;
+	uint32_t n0, n1;
+	size_t len;
+	int rc;
+
+	stat_inc(f->st, reads);
+	cache_ident(ce, &ci);
+	if (off >= ci.size || !size) {
+		done(arg, 0, NULL, 0);
+		return 0;
+	}
+	len = MIN((uint64_t)size, ci.size - off);
+	n0 = off / f->cs;
+	n1 = (off + len - 1) / f->cs;
+	if (n1 - n0 + 1 > MAX_READ_CHUNKS || n1 >= ci.nchunks)
+		return -EINVAL;
+	if (cache_chunk_state(f->c, ce, n0) == -ESTALE)
+		return -ESTALE;		/* replaced: no bytes of it any more */
+	cache_read_begin(f->c, ce, len);
+	rc = read_held(f, ce, &ci, off, len, done, arg);
+	cache_busy_put(f->c, ce);
 	return rc;
 }
 

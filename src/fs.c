@@ -463,7 +463,7 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
  * passthrough open: the read path counts its bytes.
  */
 static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
-			    bool direct)
+			    bool direct, bool *held)
 {
 	struct cache_ident ci;
 	int fd = -1, id;
@@ -477,6 +477,9 @@ static int open_passthrough(struct fs *fs, fuse_ino_t ino, struct centry *ce,
 		fd = cache_passthrough_fd(fs->d->cache, ce);
 	}
 	id = passthrough_acquire(fs->pt, ino, fd < 0 ? -1 : fd);
+	*held = fd >= 0 && id > 0;
+	if (fd >= 0 && id <= 0)
+		cache_passthrough_put(fs->d->cache, ce);
 	if (id > 0 && !direct) {
 		cache_ident(ce, &ci);
 		/* the reads are the kernel's now: count the file as read */
@@ -497,6 +500,7 @@ struct fs_file {
 	struct fs_handle h;	/* first: fi->fh points at both */
 	struct centry *ce;
 	uid_t uid;
+	bool pt_held;		/* holds the file (cache_passthrough_fd()) */
 };
 
 void fs_handle_add(struct fs *fs, struct fs_handle *h,
@@ -536,10 +540,19 @@ static struct centry *file_entry(const struct fuse_file_info *fi)
 	return ((struct fs_file *)(uintptr_t)fi->fh)->ce;
 }
 
+/* a passthrough open's hold on its file ends (before fetch_close()) */
+static void file_unhold(struct fs *fs, struct fs_file *ff)
+{
+	if (ff->pt_held)
+		cache_passthrough_put(fs->d->cache, ff->ce);
+	ff->pt_held = false;
+}
+
 /* the handle of an open that ends here: its count and memory */
 static void file_put(struct fs *fs, struct fs_file *ff)
 {
 	fs_handle_del(fs, &ff->h);
+	file_unhold(fs, ff);
 	openbound_put(fs->ob, ff->uid);
 	free(ff);
 }
@@ -569,7 +582,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		fs_reply_err(req, rc);
 		return;
 	}
-	ff = malloc(sizeof(*ff));
+	ff = calloc(1, sizeof(*ff));
 	if (!ff) {
 		free(key);
 		fs_reply_err(req, -ENOMEM);
@@ -601,7 +614,8 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 	 */
 	fi->keep_cache = !changed;
 	fi->noflush = 1;	/* nothing to flush: no FLUSH per close */
-	backing = open_passthrough(fs, ino, ce, fi->flags & O_DIRECT);
+	backing = open_passthrough(fs, ino, ce, fi->flags & O_DIRECT,
+				   &ff->pt_held);
 	if (backing > 0 && (fi->flags & O_DIRECT))
 		fi->direct_io = 1;	/* no alignment rule: see above */
 	if (backing > 0)
@@ -614,6 +628,7 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		/* interrupted: no release will come for this open */
 		passthrough_mark_reply(0);
 		passthrough_release(fs->pt, ino);
+		file_unhold(fs, ff);
 		fetch_close(fs->d->fetch, ce);
 		file_put(fs, ff);
 		return;
@@ -744,14 +759,16 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	struct fs_file *ff = (struct fs_file *)(uintptr_t)fi->fh;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_release(req, fi);
 		return;
 	}
 	passthrough_release(fs->pt, ino);
-	fetch_close(fs->d->fetch, file_entry(fi));
-	file_put(fs, (struct fs_file *)(uintptr_t)fi->fh);
+	file_unhold(fs, ff);
+	fetch_close(fs->d->fetch, ff->ce);
+	file_put(fs, ff);
 	fuse_reply_err(req, 0);
 }
 

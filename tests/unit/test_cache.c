@@ -153,6 +153,78 @@ static void test_size_bound(void)
 	free(got);
 }
 
+/*
+ * Open files give up chunks: a reader holding every file open (np.memmap,
+ * h5py) still gets a cache that turns over.  Only busy entries (a read
+ * being served) and files held by passthrough opens keep theirs, and
+ * those take at most half the cache.
+ */
+static void test_open_files_are_evictable(void)
+{
+	char *da = pattern(3 * CS, 7), *db = pattern(3 * CS, 8),
+	     *dc = pattern(2 * CS, 9), *got = malloc(3 * CS);
+	struct centry *a, *b, *c, *d;
+	uint64_t used, limit, files;
+	struct env e;
+
+	env_init_lru(&e, 4 * CS);
+	mem_put(e.be, "a", da, 3 * CS);
+	mem_put(e.be, "b", db, 3 * CS);
+	mem_put(e.be, "c", dc, 2 * CS);
+	mem_put(e.be, "d", da, 3 * CS);
+	a = attach(&e, "a", NULL);
+	CHECK_INT(read_all(&e, a, got, 3 * CS), ==, 0);
+	fetch_drain(e.fetch);
+	CHECK(cache_is_complete(e.cache, a));
+	/* too large to hold for passthrough: more than half the cache */
+	CHECK_INT(cache_passthrough_fd(e.cache, a), ==, -ENOSPC);
+	/* a stays open: b's chunks take a's last ones */
+	b = attach(&e, "b", NULL);
+	CHECK_INT(read_all(&e, b, got, 3 * CS), ==, 0);
+	CHECK(!memcmp(got, db, 3 * CS));
+	fetch_drain(e.fetch);
+	CHECK(cache_is_complete(e.cache, b));
+	CHECK_INT(cache_chunk_state(e.cache, a, 2), ==, CH_ABSENT);
+	CHECK_INT(e.st.evicted_bytes, >=, 2 * CS);
+	cache_usage(e.cache, &used, &limit, &files);
+	CHECK_INT(used, <=, limit);
+	/* and a reads right again, fetching what went */
+	CHECK_INT(read_all(&e, a, got, 3 * CS), ==, 0);
+	CHECK(!memcmp(got, da, 3 * CS));
+	fetch_drain(e.fetch);
+	/* c held by a passthrough open: b's and a's turns never take it */
+	c = attach(&e, "c", NULL);
+	CHECK_INT(read_all(&e, c, got, 2 * CS), ==, 0);
+	fetch_drain(e.fetch);
+	CHECK(cache_passthrough_fd(e.cache, c) >= 0);
+	CHECK_INT(read_all(&e, b, got, 3 * CS), ==, 0);
+	CHECK_INT(read_all(&e, a, got, 3 * CS), ==, 0);
+	fetch_drain(e.fetch);
+	CHECK(cache_is_complete(e.cache, c));
+	/* its open ends (the hold, then the open): it may go like any
+	 * other, the least recently used first (d needs 3 of the 4 chunks) */
+	cache_passthrough_put(e.cache, c);
+	cache_detach(e.cache, c);
+	d = attach(&e, "d", NULL);
+	CHECK_INT(read_all(&e, d, got, 3 * CS), ==, 0);
+	CHECK(!memcmp(got, da, 3 * CS));
+	fetch_drain(e.fetch);
+	CHECK(cache_is_complete(e.cache, d));
+	c = attach(&e, "c", NULL);
+	CHECK(!cache_is_complete(e.cache, c));
+	cache_usage(e.cache, &used, &limit, &files);
+	CHECK_INT(used, <=, limit);
+	cache_detach(e.cache, a);
+	cache_detach(e.cache, b);
+	cache_detach(e.cache, c);
+	cache_detach(e.cache, d);
+	env_fini(&e);
+	free(da);
+	free(db);
+	free(dc);
+	free(got);
+}
+
 static void test_changed_object(void)
 {
 	struct env e;
@@ -683,6 +755,7 @@ static void test_lent_file_is_never_changed_in_place(void)
 	CHECK(kfd >= 0);
 	CHECK(b->lent);
 	kfd = dup(kfd);			/* what the kernel would hold */
+	cache_passthrough_put(e.cache, b);	/* the open's release */
 	cache_detach(e.cache, b);
 	cache_set_future(e.cache, &(struct policy_future){ .one = last_needed });
 	/* d's second chunk needs room: b, needed last, gives up its last
@@ -851,6 +924,7 @@ static void test_version_back_to_a_lent_file_is_lent(void)
 	CHECK(e3 != e1);
 	CHECK(e3->lent);			/* the same file as e1's */
 	store_two(&e, e3, da);
+	cache_passthrough_put(e.cache, e1);	/* its open ends */
 	cache_detach(e.cache, e1);		/* the stale one goes */
 	CHECK(e3->lent);
 	cache_detach(e.cache, e3);
@@ -873,6 +947,7 @@ int main(void)
 	TEST(test_restart_reuses_cache);
 	TEST(test_corrupt_chunk_refetched);
 	TEST(test_size_bound);
+	TEST(test_open_files_are_evictable);
 	TEST(test_changed_object);
 	TEST(test_huge_size_refused);
 	TEST(test_size_change_drops_entry);
