@@ -205,6 +205,13 @@ bench-local: all
 	/usr/bin/python3 bench/local.py --bin $(BIN) $(BENCH_LOCAL_ARGS)
 .PHONY: bench-local
 
+# random reads inside big files (np.memmap samples, header-then-body records) and cold
+# sequential reads, local disk vs fusefs over file:// (docs/benchmarks-random.md), ~10 min;
+# needs root.  A/B: make bench-random BENCH_RANDOM_ARGS="--base-bin B"
+bench-random: all
+	/usr/bin/python3 bench/randread.py --bin $(BIN) $(BENCH_RANDOM_ARGS)
+.PHONY: bench-random
+
 # what one FUSE request costs: /dev/fuse read/writev (libfuse 3.14's transport, so
 # fusefs') against FUSE over io_uring, on a tiny probe file system without fusefs
 # (docs/benchmarks-local.md), ~1 min; needs root; sets the fuse module's enable_uring

@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""Random reads inside big files, fusefs against local disk and against another fusefs
+build (`make bench-random`; docs/benchmarks-random.md). A first slice of issue #37's
+benchmark: a file:// source on local disk, no Ceph, no ceph-fuse yet.
+
+Workloads, each on a fresh cache directory per mount, every byte checked:
+  tokens   a token file of --token-mib MiB, --samples samples of 8,196 bytes (2,049 uint32
+           tokens) at sample-aligned offsets in a seeded shuffled order, read through
+           np.memmap by 4 threads, --epochs epochs, at --cache-size = the file / 2;
+  records  --records records at seeded random offsets of a --record-file-mib MiB file: a
+           512-byte header read, then the 100 KiB body right after it (plain reads);
+  seq      --seq-files files of --seq-mib MiB read whole, cold, 1 MiB reads, one reader.
+Each round runs, for every workload, local disk, --base-bin (if given) and --bin, the
+order rotated per round; the page cache is dropped before each (echo 1). Reported per
+configuration: wall time (median over rounds, and the ratio to local disk taken per round,
+then the median), and backend bytes: the daemon's own count of bytes read from the source
+(`bytes_from_backend`), divided by the bytes the workload read (the sample, record or file
+bytes), per epoch for tokens.
+
+  bench/randread.py --bin build/bin/fusefs --base-bin /tmp/base/fusefs [--rounds 3]
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+
+MIB = 1 << 20
+SAMPLE = 2049 * 4                   # 8,196 bytes: 2,049 uint32 tokens
+HEADER, BODY = 512, 100 << 10
+
+
+def make_file(path, size, seed):
+    rnd = random.Random(seed)
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 8 * MIB)
+            f.write(rnd.randbytes(n))
+            left -= n
+
+
+def tokens_epoch(path, order, threads=4):
+    """read the samples of @order (sample numbers) through np.memmap, 4 threads;
+    returns (seconds, wrong samples) checked against the source's bytes"""
+    import numpy as np
+    mm = np.memmap(path, dtype=np.uint32, mode="r")
+    wrong = []
+    parts = [order[k::threads] for k in range(threads)]
+    sums = {}
+
+    def reader(part):
+        for s in part:
+            a = np.array(mm[s * 2049:(s + 1) * 2049])
+            sums[s] = int(a.sum(dtype=np.uint64))
+
+    ts = [threading.Thread(target=reader, args=(p,)) for p in parts]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    dt = time.monotonic() - t0
+    del mm
+    return dt, sums
+
+
+def records_run(path, offs):
+    t0 = time.monotonic()
+    got = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for off in offs:
+            h = os.pread(fd, HEADER, off)
+            b = os.pread(fd, BODY, off + HEADER)
+            got.append(hash(h + b))
+    finally:
+        os.close(fd)
+    return time.monotonic() - t0, got
+
+
+def seq_run(paths):
+    t0 = time.monotonic()
+    digests = []
+    for p in paths:
+        h = 0
+        with open(p, "rb", buffering=0) as f:
+            while True:
+                b = f.read(MIB)
+                if not b:
+                    break
+                h ^= hash(b)
+        digests.append(h)
+    return time.monotonic() - t0, digests
+
+
+class Fusefs:
+    def __init__(self, name, binary, src, work, cleanup, cache_bytes):
+        self.name, self.binary, self.src, self.work = name, binary, src, work
+        self.cleanup, self.cache_bytes = cleanup, cache_bytes
+
+    def __enter__(self):
+        self.cache = tempfile.mkdtemp(dir=self.work, prefix="cache-")
+        self.mnt = tempfile.mkdtemp(dir=self.work, prefix="mnt-")
+        cmd = [self.binary, "mount", "file://" + self.src, self.mnt, "-f",
+               "--cache-dir", self.cache, "--cache-size", str(self.cache_bytes)]
+        self.d = bl.Daemon(self.name, cmd, self.mnt, os.path.join(self.work, "daemon.log"),
+                           self.cleanup)
+        return self
+
+    def backend_bytes(self):
+        return bl.fusefs_stats(self.mnt)["bytes_from_backend"]
+
+    def __exit__(self, *a):
+        self.d.stop()
+        shutil.rmtree(self.cache, ignore_errors=True)
+        os.rmdir(self.mnt)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default="build/bin/fusefs")
+    ap.add_argument("--base-bin")
+    ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--token-mib", type=int, default=512)
+    ap.add_argument("--samples", type=int, default=3000)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--record-file-mib", type=int, default=256)
+    ap.add_argument("--records", type=int, default=300)
+    ap.add_argument("--seq-files", type=int, default=4)
+    ap.add_argument("--seq-mib", type=int, default=64)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/randread.py: needs root (drops the page cache)")
+    cleanup = bl.Cleanup()
+    work = tempfile.mkdtemp(dir=a.dir, prefix="fusefs-bench-random-")
+    cleanup.add("rm " + work, lambda: shutil.rmtree(work, ignore_errors=True))
+    try:
+        run(a, work, cleanup)
+    finally:
+        cleanup.run()
+
+
+def run(a, work, cleanup):
+    src = os.path.join(work, "src")
+    os.makedirs(src)
+    bl.log("writing the dataset under", src)
+    make_file(os.path.join(src, "tokens.bin"), a.token_mib * MIB, 1)
+    make_file(os.path.join(src, "records.bin"), a.record_file_mib * MIB, 2)
+    for i in range(a.seq_files):
+        make_file(os.path.join(src, "seq%d" % i), a.seq_mib * MIB, 10 + i)
+    nsamples = a.token_mib * MIB // SAMPLE
+    rng = random.Random(3)
+    orders = [rng.sample(range(nsamples), a.samples) for _ in range(a.epochs)]
+    roffs = [rng.randrange(0, a.record_file_mib * MIB - HEADER - BODY)
+             for _ in range(a.records)]
+    configs = [("local", None)] + ([("base", a.base_bin)] if a.base_bin else []) + \
+        [("new", a.bin)]
+    res = {c: {w: [] for w in ("tokens", "records", "seq")} for c, _ in configs}
+    want = {}
+    for r in range(a.rounds):
+        rot = configs[r % len(configs):] + configs[:r % len(configs)]
+        for name, binary in rot:
+            bl.log("round %d: %s" % (r, name))
+            one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want)
+    report(a, configs, res)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"args": vars(a), "results": res, "machine": bl.machine()}, f,
+                      indent=1)
+
+
+def check(want, key, got):
+    if key in want:
+        assert want[key] == got, "wrong bytes: " + key
+    else:
+        want[key] = got
+
+
+def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
+    tok = os.path.join(src, "tokens.bin")
+    rec = os.path.join(src, "records.bin")
+    seqs = [os.path.join(src, "seq%d" % i) for i in range(a.seq_files)]
+    if binary is None:
+        bl.drop_caches(1)
+        ep = []
+        for e, order in enumerate(orders):
+            dt, sums = tokens_epoch(tok, order)
+            check(want, "tokens%d" % e, sums)
+            ep.append({"s": dt, "backend": 0})
+        res[name]["tokens"].append(ep)
+        bl.drop_caches(1)
+        dt, got = records_run(rec, roffs)
+        check(want, "records", got)
+        res[name]["records"].append({"s": dt, "backend": 0})
+        bl.drop_caches(1)
+        dt, got = seq_run(seqs)
+        check(want, "seq", got)
+        res[name]["seq"].append({"s": dt, "backend": 0})
+        return
+    half = a.token_mib * MIB // 2
+    with Fusefs(name, binary, src, work, cleanup, half) as m:
+        bl.drop_caches(1)
+        ep, before = [], 0
+        for e, order in enumerate(orders):
+            dt, sums = tokens_epoch(os.path.join(m.mnt, "tokens.bin"), order)
+            check(want, "tokens%d" % e, sums)
+            now = m.backend_bytes()
+            ep.append({"s": dt, "backend": now - before})
+            before = now
+        res[name]["tokens"].append(ep)
+    with Fusefs(name, binary, src, work, cleanup, a.record_file_mib * MIB // 2) as m:
+        bl.drop_caches(1)
+        dt, got = records_run(os.path.join(m.mnt, "records.bin"), roffs)
+        check(want, "records", got)
+        res[name]["records"].append({"s": dt, "backend": m.backend_bytes()})
+    with Fusefs(name, binary, src, work, cleanup, 4 * a.seq_files * a.seq_mib * MIB) as m:
+        bl.drop_caches(1)
+        dt, got = seq_run([os.path.join(m.mnt, os.path.basename(p)) for p in seqs])
+        check(want, "seq", got)
+        res[name]["seq"].append({"s": dt, "backend": m.backend_bytes()})
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def report(a, configs, res):
+    tok_bytes = a.samples * SAMPLE
+    rec_bytes = a.records * (HEADER + BODY)
+    seq_bytes = a.seq_files * a.seq_mib * MIB
+    print("| workload | config | time (s, median) | ÷ local (median of per-round ratios) "
+          "| backend bytes ÷ bytes read |")
+    print("|---|---|---|---|---|")
+    for w, nbytes in (("records", rec_bytes), ("seq", seq_bytes)):
+        for c, _ in configs:
+            runs = res[c][w]
+            ratios = [x["s"] / l["s"] for x, l in zip(runs, res["local"][w])]
+            print("| %s | %s | %.2f | %.2f | %s |" % (
+                w, c, med([x["s"] for x in runs]), med(ratios),
+                "-" if c == "local" else "%.2f" % med([x["backend"] / nbytes
+                                                        for x in runs])))
+    for e in range(a.epochs):
+        for c, _ in configs:
+            runs = [r[e] for r in res[c]["tokens"]]
+            ratios = [x["s"] / l[e]["s"] for x, l in zip(runs, res["local"]["tokens"])]
+            print("| tokens epoch %d | %s | %.2f | %.2f | %s |" % (
+                e + 1, c, med([x["s"] for x in runs]), med(ratios),
+                "-" if c == "local" else "%.1f" % med([x["backend"] / tok_bytes
+                                                        for x in runs])))
+
+
+if __name__ == "__main__":
+    main()
