@@ -625,8 +625,80 @@ static bool bad_free_list(const MDB_val *v, size_t last_pg)
 	return false;
 }
 
-/* read every record of @dbi; the free list's (@dbi 0) are checked too */
-static int probe_db(MDB_txn *t, MDB_dbi dbi, size_t last_pg, uint8_t *acc)
+/*
+ * The probe's view of the file: its page size (0: pages not checked),
+ * last page, the leaf page checked last.  LMDB maps the file at a
+ * page-aligned address and its pages are the system's: a record's page
+ * begins at its address rounded down to the page size.
+ */
+struct probe_map {
+	size_t psize, last_pg;
+	uintptr_t checked;
+};
+
+/* LMDB's page and node layout (lmdb 0.9, mdb.c: MDB_page, MDB_node) */
+#define LM_PAGEHDRSZ	16u	/* pgno(8) pad(2) flags(2) lower(2) upper(2) */
+#define LM_P_LEAF	0x02u
+#define LM_P_LEAF2	0x20u
+#define LM_NODESIZE	8u	/* lo(2) hi(2) flags(2) ksize(2), then the key */
+#define LM_F_BIGDATA	0x01u	/* the data is an overflow page number */
+
+static uint16_t le16_at(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Is leaf page @pg sound: its bounds in order, every node inside the page
+ * and in the free space's far side?  Reads see only the nodes they ask
+ * for; a write moves the node table by the bounds (mdb_node_add(),
+ * mdb_node_del()), so a damaged bound or node offset that every read
+ * passes makes LMDB copy past the page at the next commit.
+ */
+static bool leaf_page_ok(const uint8_t *pg, size_t psize)
+{
+	uint16_t flags = le16_at(pg + 10), lower = le16_at(pg + 12),
+		 upper = le16_at(pg + 14);
+	unsigned i, n;
+
+	if (!(flags & LM_P_LEAF) || (flags & LM_P_LEAF2) ||
+	    lower < LM_PAGEHDRSZ || (lower - LM_PAGEHDRSZ) % 2 ||
+	    upper < lower || upper > psize)
+		return false;
+	n = (lower - LM_PAGEHDRSZ) / 2;
+	for (i = 0; i < n; i++) {
+		size_t off = le16_at(pg + LM_PAGEHDRSZ + 2 * i), dsize;
+		const uint8_t *node = pg + off;
+
+		if (off < upper || off + LM_NODESIZE > psize)
+			return false;
+		dsize = le16_at(node) | (size_t)le16_at(node + 2) << 16;
+		if (le16_at(node + 4) & LM_F_BIGDATA)
+			dsize = sizeof(uint64_t);
+		if (off + LM_NODESIZE + le16_at(node + 6) + dsize > psize)
+			return false;
+	}
+	return true;
+}
+
+/* the leaf page record key @k lives in, checked once */
+static bool key_page_ok(struct probe_map *pm, const MDB_val *k)
+{
+	uintptr_t pg = (uintptr_t)k->mv_data & ~(uintptr_t)(pm->psize - 1);
+
+	if (!pm->psize || pg == pm->checked)
+		return true;
+	pm->checked = pg;
+	return leaf_page_ok((const uint8_t *)pg, pm->psize);
+}
+
+/* read every record of @dbi, checking the leaf pages they are on; the
+ * free list's (@dbi 0) records are checked too */
+static int probe_db(MDB_txn *t, MDB_dbi dbi, struct probe_map *pm,
+		    uint8_t *acc)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -637,7 +709,8 @@ static int probe_db(MDB_txn *t, MDB_dbi dbi, size_t last_pg, uint8_t *acc)
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		*acc = touch(&v, touch(&k, *acc));
-		if (dbi == 0 && bad_free_list(&v, last_pg)) {
+		if ((dbi == 0 && bad_free_list(&v, pm->last_pg)) ||
+		    !key_page_ok(pm, &k)) {
 			rc = MDB_CORRUPTED;
 			break;
 		}
@@ -660,6 +733,8 @@ static int probe_env(const char *dir)
 	MDB_val k, v;
 	MDB_dbi main_dbi, dbi;
 	MDB_envinfo info;
+	MDB_stat est;
+	struct probe_map pm = { 0 };
 	uint8_t acc = 0;
 	char name[512];
 	int rc = mdb_env_create(&env);
@@ -671,10 +746,15 @@ static int probe_env(const char *dir)
 	if (!rc)
 		rc = mdb_env_info(env, &info);
 	if (!rc)
+		rc = mdb_env_stat(env, &est);
+	if (!rc)
 		rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
 	if (rc)
 		goto out;
-	rc = probe_db(t, 0, info.me_last_pgno, &acc);	/* FREE_DBI */
+	if (est.ms_psize == (size_t)sysconf(_SC_PAGESIZE))
+		pm.psize = est.ms_psize;
+	pm.last_pg = info.me_last_pgno;
+	rc = probe_db(t, 0, &pm, &acc);	/* FREE_DBI */
 	if (!rc)
 		rc = mdb_dbi_open(t, NULL, 0, &main_dbi);
 	if (!rc)
@@ -684,13 +764,13 @@ static int probe_env(const char *dir)
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		rc = MDB_CORRUPTED;	/* LMDB keys are shorter */
-		if (k.mv_size >= sizeof(name))
+		if (k.mv_size >= sizeof(name) || !key_page_ok(&pm, &k))
 			break;
 		memcpy(name, k.mv_data, k.mv_size);
 		name[k.mv_size] = '\0';
 		rc = mdb_dbi_open(t, name, 0, &dbi);
 		if (!rc)
-			rc = probe_db(t, dbi, info.me_last_pgno, &acc);
+			rc = probe_db(t, dbi, &pm, &acc);
 		if (rc)
 			break;
 	}
