@@ -120,6 +120,10 @@ class Fusefs:
     def backend_bytes(self):
         return bl.fusefs_stats(self.mnt)["bytes_from_backend"]
 
+    def usage(self):
+        """the daemon's CPU seconds and peak RSS (MiB) so far"""
+        return {"cpu": bl.proc_cpu(self.d.pid), "rss": bl.rss_kib(self.d.pid, "VmHWM") / 1024}
+
     def __exit__(self, *a):
         self.d.stop()
         shutil.rmtree(self.cache, ignore_errors=True)
@@ -219,17 +223,18 @@ def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
             now = m.backend_bytes()
             ep.append({"s": dt, "backend": now - before})
             before = now
+        ep[-1].update(m.usage())    # CPU and peak of the whole mount
         res[name]["tokens"].append(ep)
     with Fusefs(name, binary, src, work, cleanup, a.record_file_mib * MIB // 2) as m:
         bl.drop_caches(1)
         dt, got = records_run(os.path.join(m.mnt, "records.bin"), roffs)
         check(want, "records", got)
-        res[name]["records"].append({"s": dt, "backend": m.backend_bytes()})
+        res[name]["records"].append(dict(s=dt, backend=m.backend_bytes(), **m.usage()))
     with Fusefs(name, binary, src, work, cleanup, 4 * a.seq_files * a.seq_mib * MIB) as m:
         bl.drop_caches(1)
         dt, got = seq_run([os.path.join(m.mnt, os.path.basename(p)) for p in seqs])
         check(want, "seq", got)
-        res[name]["seq"].append({"s": dt, "backend": m.backend_bytes()})
+        res[name]["seq"].append(dict(s=dt, backend=m.backend_bytes(), **m.usage()))
 
 
 def med(xs):
@@ -241,24 +246,29 @@ def report(a, configs, res):
     rec_bytes = a.records * (HEADER + BODY)
     seq_bytes = a.seq_files * a.seq_mib * MIB
     print("| workload | config | time (s, median) | ÷ local (median of per-round ratios) "
-          "| backend bytes ÷ bytes read |")
-    print("|---|---|---|---|---|")
+          "| backend bytes ÷ bytes read | daemon CPU s | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|")
+
+    def use(runs, k):
+        return "-" if not runs or k not in runs[0] else "%.1f" % med([x[k] for x in runs])
     for w, nbytes in (("records", rec_bytes), ("seq", seq_bytes)):
         for c, _ in configs:
             runs = res[c][w]
             ratios = [x["s"] / l["s"] for x, l in zip(runs, res["local"][w])]
-            print("| %s | %s | %.2f | %.2f | %s |" % (
+            print("| %s | %s | %.2f | %.2f | %s | %s | %s |" % (
                 w, c, med([x["s"] for x in runs]), med(ratios),
                 "-" if c == "local" else "%.2f" % med([x["backend"] / nbytes
-                                                        for x in runs])))
+                                                        for x in runs]),
+                use(runs, "cpu"), use(runs, "rss")))
     for e in range(a.epochs):
         for c, _ in configs:
             runs = [r[e] for r in res[c]["tokens"]]
             ratios = [x["s"] / l[e]["s"] for x, l in zip(runs, res["local"]["tokens"])]
-            print("| tokens epoch %d | %s | %.2f | %.2f | %s |" % (
+            print("| tokens epoch %d | %s | %.2f | %.2f | %s | %s | %s |" % (
                 e + 1, c, med([x["s"] for x in runs]), med(ratios),
                 "-" if c == "local" else "%.1f" % med([x["backend"] / tok_bytes
-                                                        for x in runs])))
+                                                        for x in runs]),
+                use(runs, "cpu"), use(runs, "rss")))
 
 
 if __name__ == "__main__":
