@@ -9,7 +9,8 @@
  *   PATH<TAB>SIZE<TAB>VERSION[<TAB>xxh3:HEX16]
  *
  * PATH is relative to the source's prefix, percent-encoded where it holds
- * '%', a byte below 0x21 or 0x7f; SIZE is decimal, at most NS_SIZE_MAX;
+ * '%', a byte below 0x21 or 0x7f (and a leading '#', which would make the
+ * line a comment); SIZE is decimal, at most NS_SIZE_MAX;
  * VERSION is the backend's change token (RADOS object version, S3 ETag,
  * file:// token), 1..NS_VERSION_MAX-1 printable bytes without spaces.
  * Blank lines and lines starting with '#' are comments.  The file may be

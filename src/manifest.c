@@ -401,7 +401,8 @@ int manifest_put(FILE *f, const char *path, size_t len,
 	for (i = 0; i < len; i++) {
 		unsigned char c = path[i];
 
-		if (must_encode(c)) {
+		/* a leading '#' would make the line a comment */
+		if (must_encode(c) || (i == 0 && c == '#')) {
 			putc('%', f);
 			putc(hex[c >> 4], f);
 			putc(hex[c & 15], f);

@@ -276,6 +276,26 @@ static void test_put_reads_back(void)
 	free(out);
 }
 
+/* a path starting with '#' is written so that it is not a comment */
+static void test_put_leading_hash(void)
+{
+	struct ns_attr a = { .size = 7 };
+	struct manifest_entry e = { 0 };
+	char *out = NULL;
+	const char *why = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	strcpy(a.version, "v");
+	CHECK_INT(manifest_put(f, "#notes/#a", 9, &a), ==, 0);
+	fclose(f);
+	CHECK(!strncmp(out, "%23notes/#a\t", 12));
+	out[strcspn(out, "\n")] = '\0';
+	CHECK_INT(manifest_parse_line(out, strlen(out), &e, pathbuf, &why), ==, 0);
+	CHECK(e.path && e.len == 9 && !memcmp(e.path, "#notes/#a", 9));
+	free(out);
+}
+
 static void test_put_refuses(void)
 {
 	struct ns_attr a = { .size = 1 };
@@ -310,6 +330,7 @@ int main(void)
 	TEST(test_read_errors_name_the_line);
 	TEST(test_callback_stops_the_read);
 	TEST(test_put_reads_back);
+	TEST(test_put_leading_hash);
 	TEST(test_put_refuses);
 	return runner_done();
 }
