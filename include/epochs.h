@@ -46,6 +46,8 @@ void epochs_destroy(struct epochs *e);
  * epochs_note_open() - a reader opened file @fid (@ready: fully cached):
  * the lists that expected it move on, and the prefetcher is woken if any
  * did (a wake-up per open would cost a context switch per file).
+ * Called before the open is answered, so the open is counted by the time
+ * the reader can ask for its list's status.
  */
 void epochs_note_open(struct epochs *e, uint64_t fid, bool ready);
 

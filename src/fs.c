@@ -622,8 +622,14 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		passthrough_mark_reply(backing);
 	else
 		verifier_note_open(fs->d->verifier, ce);
-	/* before the reply: once it is sent, a RELEASE may free @ce */
+	/*
+	 * Before the reply: once it is sent, a RELEASE may free @ce, and a
+	 * reader that asks for its list's status right after its open must
+	 * find the open counted.  An interrupted open still counts: the
+	 * reader went for that file.
+	 */
 	complete = cache_is_complete(fs->d->cache, ce);
+	epochs_note_open(fs->d->epochs, ino, complete);
 	if (fuse_reply_open(req, fi)) {
 		/* interrupted: no release will come for this open */
 		passthrough_mark_reply(0);
@@ -631,9 +637,8 @@ static void open_finish(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
 		file_unhold(fs, ff);
 		fetch_close(fs->d->fetch, ce);
 		file_put(fs, ff);
-		return;
 	}
-	epochs_note_open(fs->d->epochs, ino, complete);
+	testhook_gate("open-replied");	/* tests: work after a reply is late */
 }
 
 /* an open parked until a re-check of its file answers */

@@ -138,6 +138,24 @@ def test_unnumbered_lists_one_ahead_queue_in_order(mounter, small, tmp_path):
     assert (st["epoch"], st["next_epoch"], st["queued"]) == (1, 2, 2), st
 
 
+def test_an_open_is_counted_before_it_is_answered(mounter, small, hooks, tmp_path):
+    """a loader that asks for its list's status right after an open finds
+    the open counted, however late the daemon's worker runs after its
+    reply: the "open-replied" gate holds the worker there"""
+    m = mounter(env=hooks.env)
+    lst = tmp_path / "e0.txt"
+    lst.write_text(listing(small))
+    assert run_fusefs("prefetch", m.mnt, f"--list={lst}", "--name=job").returncode == 0
+    hooks.close("open-replied")
+    try:
+        read_uncached(m.path(small[0]))
+        read_uncached(m.path(small[1]))
+        st = status(m, "job")
+    finally:
+        hooks.open("open-replied")
+    assert (st["epoch"], st["read"]) == (0, 2), st
+
+
 def test_resume_and_begin_from_the_cli(mounter, small, tmp_path):
     m = mounter()
     lst = tmp_path / "e3.txt"
