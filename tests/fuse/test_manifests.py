@@ -216,6 +216,30 @@ def mounted(path):
         return [l for l in f if l.split()[1] == str(path)]
 
 
+def pod_tree(pid):
+    """the processes under @pid: state, kernel wait channel, each thread's
+    wait channel for fusefs (what a hang waits on)"""
+    ps = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,stat=,wchan:32=,args="],
+                        capture_output=True, text=True).stdout.splitlines()
+    kids, lines, todo = {}, [], [pid]
+    for l in ps:
+        f = l.split(None, 4)
+        kids.setdefault(int(f[1]), []).append((int(f[0]), l))
+    while todo:
+        for k, l in kids.get(todo.pop(), []):
+            lines.append(l)
+            todo.append(k)
+            if "fusefs" in l:
+                for t in sorted(os.listdir(f"/proc/{k}/task")):
+                    try:
+                        w = open(f"/proc/{k}/task/{t}/wchan").read()
+                        c = open(f"/proc/{k}/task/{t}/comm").read().strip()
+                    except OSError:
+                        continue
+                    lines.append(f"    thread {t} {c}: {w}")
+    return "\n".join(lines)
+
+
 def test_entrypoint_run_mode_forwards_sigterm_and_unmounts(src, tmp_path, how="sigterm"):
     """(a job that ends by itself takes the same path after its exit;
     how="job-ends" runs that variant by hand)"""
@@ -238,7 +262,10 @@ def test_entrypoint_run_mode_forwards_sigterm_and_unmounts(src, tmp_path, how="s
         if how == "sigterm":
             assert mounted(mnt)
             p.send_signal(signal.SIGTERM)           # the kubelet stopping the pod
-        rc = p.wait(timeout=60)
+        try:
+            rc = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the pod did not stop: " + out() + "\n" + pod_tree(p.pid))
         assert rc == status, out()                  # the trainer's status is the pod's
         if how == "sigterm":
             assert "trainer: SIGTERM" in out()
