@@ -197,6 +197,20 @@ uint32_t cache_unverified(struct cache *c, const struct centry *ce);
 /* cache_unverified_total() - UNVERIFIED chunks of every current entry */
 uint64_t cache_unverified_total(struct cache *c);
 /*
+ * cache_first_unverified() - the first UNVERIFIED chunk of @ce in
+ * @n0..@n1 (one look under the lock when @ce has none).
+ * Return: 1 and *@n, 0 none, -ESTALE or -ERANGE (met before one).
+ */
+int cache_first_unverified(struct cache *c, const struct centry *ce,
+			   uint32_t n0, uint32_t n1, uint32_t *n);
+/*
+ * cache_verify_file() - is every chunk of @ce PRESENT: UNVERIFIED ones are
+ * verified now, on the caller's thread (when no verifier did it before);
+ * a reference is held and its data file open.
+ * Return: 0, -EAGAIN a chunk is missing (or was dropped), -ESTALE, -errno.
+ */
+int cache_verify_file(struct cache *c, struct centry *ce);
+/*
  * cache_unverified_by_heat() - the ids of files with UNVERIFIED chunks,
  * hottest first (malloc'ed, caller frees).  Return: 0, -ENOMEM.
  */

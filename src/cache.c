@@ -150,7 +150,7 @@ int centry_insert(struct cache *c, uint64_t fid, const char *key,
 }
 
 /* the policy node that @ce's bytes count for (none once stale) */
-static struct policy_node *owner_node(const struct centry *ce)
+struct policy_node *cache_owner_node(const struct centry *ce)
 {
 	return ce->stale ? NULL : ce->pn;
 }
@@ -185,7 +185,7 @@ static void idle_push_locked(struct cache *c, struct centry *ce)
 	c->nidle++;
 }
 
-static void refs_changed_locked(struct cache *c, struct centry *ce)
+void cache_refs_changed_locked(struct cache *c, struct centry *ce)
 {
 	/* an open lent file (read through the daemon now) is held too: its
 	 * chunks go only by a move, which closes the files its reads use */
@@ -418,7 +418,7 @@ static bool shares_lent_file_locked(const struct cache *c,
  * The whole file goes instead if the head is larger, if the disk has no
  * room for the copy (disk_room()), if the move fails, or if a stale lent
  * entry shares the file's path (A, B, then A again: it may open the path
- * again for its own reads, direct_fd()).
+ * again for its own reads, cache_direct_fd()).
  */
 static void move_tail_locked(struct cache *c, struct centry *ce,
 			     uint64_t bytes, struct later *l)
@@ -490,7 +490,7 @@ static int make_room_locked(struct cache *c, struct centry *ce,
 			    uint64_t need, enum admit_kind kind,
 			    struct later *l)
 {
-	struct policy_node *in = ce ? owner_node(ce) : NULL;
+	struct policy_node *in = ce ? cache_owner_node(ce) : NULL;
 	struct admission adm;
 	int rc, i;
 
@@ -516,7 +516,7 @@ static int make_room_locked(struct cache *c, struct centry *ce,
 static void release_locked(struct cache *c, struct centry *ce,
 			   struct later *l)
 {
-	refs_changed_locked(c, ce);
+	cache_refs_changed_locked(c, ce);
 	if (ce->opens || ce->busy)
 		return;
 	if (ce->evict_asked && !ce->opening && !ce->stale) {
@@ -639,12 +639,15 @@ static unsigned shed_idle(struct cache *c, unsigned n)
 
 /* open @ce's data file if it is not (a reference is held; unlocked);
  * -errno of the open.  The O_DIRECT one is opened at its first use. */
-static int ensure_files(struct cache *c, struct centry *ce)
+int cache_ensure_files(struct cache *c, struct centry *ce)
 {
 	char path[PATH_MAX];
 	int fd, err = 0, flags = O_RDWR | O_CLOEXEC;
 	bool fresh;
 
+	/* open already: it stays so while the caller's reference lives */
+	if (atomic_load(&ce->fd) >= 0)
+		return 0;
 	pthread_mutex_lock(&c->lock);
 	while (ce->opening)
 		pthread_cond_wait(&c->cond, &c->lock);
@@ -696,13 +699,13 @@ static int ensure_files(struct cache *c, struct centry *ce)
 }
 
 /*
- * @ce's O_DIRECT data file, opened at its first use, after ensure_files()
+ * @ce's O_DIRECT data file, opened at its first use, after cache_ensure_files()
  * (a reference is held; unlocked): -1 when the cache directory takes no
  * O_DIRECT or the open fails (the buffered file serves then).  Files read
  * only by the kernel (passthrough) never open it: one descriptor per
  * entry kept open instead of two, and one open() per reopen.
  */
-static int direct_fd(struct cache *c, struct centry *ce)
+int cache_direct_fd(struct cache *c, struct centry *ce)
 {
 	char path[PATH_MAX];
 	int fd, none = -1;
@@ -870,7 +873,7 @@ int cache_attach(struct cache *c, uint64_t fid, const char *key,
 	rc = get_locked(c, fid, key, a, &ce, changed, &l);
 	if (!rc) {
 		ce->opens++;
-		refs_changed_locked(c, ce);
+		cache_refs_changed_locked(c, ce);
 		policy_touch(&c->pol, ce->pn, now_s());
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -878,7 +881,7 @@ int cache_attach(struct cache *c, uint64_t fid, const char *key,
 	if (rc)
 		return rc;
 	/* a full disk: the file is read from the backend, nothing kept */
-	rc = ensure_files(c, ce);
+	rc = cache_ensure_files(c, ce);
 	if (rc && !no_space(-rc)) {
 		cache_detach(c, ce);
 		return -EIO;
@@ -898,7 +901,7 @@ int cache_hold(struct cache *c, uint64_t fid, const char *key,
 	rc = get_locked(c, fid, key, a, out, &changed, &l);
 	if (!rc) {
 		(*out)->busy++;
-		refs_changed_locked(c, *out);
+		cache_refs_changed_locked(c, *out);
 	}
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
@@ -922,7 +925,7 @@ void cache_busy_get(struct cache *c, struct centry *ce)
 {
 	pthread_mutex_lock(&c->lock);
 	ce->busy++;
-	refs_changed_locked(c, ce);
+	cache_refs_changed_locked(c, ce);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -959,7 +962,7 @@ bool cache_fid_open(struct cache *c, uint64_t fid)
 	return open;
 }
 
-static int state_locked(const struct centry *ce, uint32_t n)
+int cache_state_locked(const struct centry *ce, uint32_t n)
 {
 	if (ce->stale)
 		return -ESTALE;
@@ -973,7 +976,7 @@ int cache_chunk_state(struct cache *c, const struct centry *ce, uint32_t n)
 	int st;
 
 	pthread_mutex_lock(&c->lock);
-	st = state_locked(ce, n);
+	st = cache_state_locked(ce, n);
 	pthread_mutex_unlock(&c->lock);
 	return st;
 }
@@ -983,7 +986,7 @@ int cache_claim(struct cache *c, struct centry *ce, uint32_t n)
 	int st;
 
 	pthread_mutex_lock(&c->lock);
-	st = state_locked(ce, n);
+	st = cache_state_locked(ce, n);
 	if (st == CH_ABSENT)
 		ce->state[n] = CH_FETCHING;
 	pthread_mutex_unlock(&c->lock);
@@ -1005,7 +1008,7 @@ bool cache_admits(struct cache *c, const struct centry *ce, uint64_t need,
 	bool ok;
 
 	pthread_mutex_lock(&c->lock);
-	ok = policy_admit(&c->pol, owner_node(ce), blocks(need), kind, &adm,
+	ok = policy_admit(&c->pol, cache_owner_node(ce), blocks(need), kind, &adm,
 			  now_s()) >= 0;
 	pthread_mutex_unlock(&c->lock);
 	return ok;
@@ -1066,10 +1069,10 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 
 	rc = disk_room(c, need);
 	if (!rc) {
-		rc = ensure_files(c, ce);
+		rc = cache_ensure_files(c, ce);
 		if (!rc) {
 			/* O_DIRECT wants whole blocks: the padding past len is never read */
-			dfd = direct_fd(c, ce);
+			dfd = cache_direct_fd(c, ce);
 			direct = dfd >= 0;
 			w = pwrite(direct ? dfd : ce->fd, cb->data,
 				   direct ? need : cb->len, off);
@@ -1082,7 +1085,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	}
 
 	pthread_mutex_lock(&c->lock);
-	policy_settle(&c->pol, owner_node(ce), need, rc == 0);
+	policy_settle(&c->pol, cache_owner_node(ce), need, rc == 0);
 	if (!rc) {
 		ce->used += need;
 		ce->state[n] = CH_PRESENT;
@@ -1108,7 +1111,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	return rc;
 }
 
-static ssize_t pread_full(int fd, char *buf, size_t len, uint64_t off)
+ssize_t cache_pread_full(int fd, char *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 
@@ -1126,264 +1129,23 @@ static ssize_t pread_full(int fd, char *buf, size_t len, uint64_t off)
 	return done;
 }
 
-/*
- * Settle UNVERIFIED chunk @n of @ce, whose bytes a verification read
- * found good (@ok) or not: PRESENT, or ABSENT with its record and space
- * gone.  Ends the single flight and wakes who waits for it.  Locked.
- */
-static int settle_locked(struct cache *c, struct centry *ce, uint32_t n,
-			 bool ok, bool read_error)
-{
-	uint32_t len = cache_chunk_len(c, ce, n);
-
-	ce->verifying[n] = 0;
-	pthread_cond_broadcast(&c->cond);
-	if (ce->state[n] != CH_UNVERIFIED)
-		return -EAGAIN;		/* cannot happen: the flag held it */
-	ce->unverified--;
-	if (!ce->stale)
-		c->unverified--;
-	if (ok) {
-		ce->state[n] = CH_PRESENT;
-		stat_inc(c->st, verified_chunks);
-		return 0;
-	}
-	ce->state[n] = CH_ABSENT;
-	ce->used -= blocks(len);
-	policy_charge(&c->pol, owner_node(ce), -(int64_t)blocks(len));
-	if (!ce->stale)
-		meta_q_drop_chunk(c->meta, ce->fid, n);
-	stat_inc(c->st, checksum_failures);
-	/* an entry loaded from the index has no key before its first open
-	 * (the background verifier checks such files): its inode number */
-	if (ce->key[0])
-		log_warn("cached chunk %u of '%s' failed verification%s: refetching",
-			 n, str_log(ce->key), read_error ? " (read error)" : "");
-	else
-		log_warn("cached chunk %u of inode %" PRIu64 " (not opened since the start; find MOUNTPOINT -inum %" PRIu64 " names it) failed verification%s: refetching",
-			 n, ce->fid, ce->fid, read_error ? " (read error)" : "");
-	return -EBADMSG;
-}
-
-/* did the verification read of @len bytes (@got, or -errno) match @sum */
-static bool bytes_match(const void *data, ssize_t got, uint32_t len,
-			uint64_t sum)
-{
-	return got >= (ssize_t)len && hash64(data, len, 0) == sum;
-}
-
-int cache_verify_chunk(struct cache *c, struct centry *ce, uint32_t n,
-		       struct chunkbuf *cb)
-{
-	uint32_t len = cache_chunk_len(c, ce, n);
-	uint64_t off = (uint64_t)n * c->chunk_size;
-	bool direct, ok, waited = false;
-	ssize_t r;
-	int rc, dfd;
-
-	rc = ensure_files(c, ce);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&c->lock);
-	while (n < ce->nchunks && ce->verifying[n]) {
-		/* single flight: the bytes are being read by someone else */
-		waited = true;
-		pthread_cond_wait(&c->cond, &c->lock);
-	}
-	if (waited || n >= ce->nchunks || ce->state[n] != CH_UNVERIFIED) {
-		/* settled meanwhile; @cb holds nothing: let the caller look */
-		pthread_mutex_unlock(&c->lock);
-		if (waited)
-			stat_inc(c->st, verify_waits);
-		return -EAGAIN;
-	}
-	ce->verifying[n] = 1;
-	pthread_mutex_unlock(&c->lock);
-
-	stat_inc(c->st, verify_reads);
-	dfd = direct_fd(c, ce);
-	direct = dfd >= 0;
-	r = pread_full(direct ? dfd : ce->fd, cb->data,
-		       direct ? blocks(len) : len, off);
-	cb->len = len;
-	ok = bytes_match(cb->data, r, len, ce->sum[n]);	/* no lock held */
-	pthread_mutex_lock(&c->lock);
-	rc = settle_locked(c, ce, n, ok, r < 0);
-	pthread_mutex_unlock(&c->lock);
-	return rc;
-}
-
-int cache_verify_begin(struct cache *c, struct centry *ce, uint32_t from,
-		       bool buffered, struct cache_vread *vr)
-{
-	uint32_t n;
-	int rc, dfd;
-
-	rc = ensure_files(c, ce);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&c->lock);
-	for (n = from; n < ce->nchunks; n++)
-		if (ce->state[n] == CH_UNVERIFIED && !ce->verifying[n])
-			break;
-	if (n >= ce->nchunks) {
-		pthread_mutex_unlock(&c->lock);
-		return 0;
-	}
-	ce->verifying[n] = 1;
-	ce->busy++;
-	refs_changed_locked(c, ce);
-	pthread_mutex_unlock(&c->lock);
-
-	stat_inc(c->st, verify_reads);
-	vr->ce = ce;
-	vr->n = n;
-	vr->len = cache_chunk_len(c, ce, n);
-	vr->off = (uint64_t)n * c->chunk_size;
-	if (buffered || (dfd = direct_fd(c, ce)) < 0) {
-		vr->fd = ce->fd;
-		vr->rlen = vr->len;
-	} else {
-		vr->fd = dfd;
-		vr->rlen = blocks(vr->len);
-	}
-	return 1;
-}
-
-int cache_verify_end(struct cache *c, struct cache_vread *vr,
-		     const void *data, ssize_t got)
-{
-	struct centry *ce = vr->ce;
-	bool ok;
-	int rc;
-
-	ok = bytes_match(data, got, vr->len, ce->sum[vr->n]);	/* unlocked */
-	pthread_mutex_lock(&c->lock);
-	rc = settle_locked(c, ce, vr->n, ok, got < 0);
-	pthread_mutex_unlock(&c->lock);
-	cache_busy_put(c, ce);
-	vr->ce = NULL;
-	return rc;
-}
-
-void cache_verify_abort(struct cache *c, struct cache_vread *vr)
-{
-	pthread_mutex_lock(&c->lock);
-	vr->ce->verifying[vr->n] = 0;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
-	cache_busy_put(c, vr->ce);
-	vr->ce = NULL;
-}
-
-int cache_verify_hold(struct cache *c, uint64_t fid, struct centry **out)
-{
-	struct centry *ce;
-	int held = 0;
-
-	uint32_t n = 0;
-
-	pthread_mutex_lock(&c->lock);
-	ce = htab_get(&c->tab, fid);
-	/* one the verifier can start: not every one in flight already */
-	if (ce && ce->unverified)
-		for (n = 0; n < ce->nchunks; n++)
-			if (ce->state[n] == CH_UNVERIFIED && !ce->verifying[n])
-				break;
-	if (ce && ce->unverified && n < ce->nchunks) {
-		ce->busy++;
-		refs_changed_locked(c, ce);
-		*out = ce;
-		held = 1;
-	}
-	pthread_mutex_unlock(&c->lock);
-	return held;
-}
-
-uint32_t cache_unverified(struct cache *c, const struct centry *ce)
-{
-	uint32_t n;
-
-	pthread_mutex_lock(&c->lock);
-	n = ce->unverified;
-	pthread_mutex_unlock(&c->lock);
-	return n;
-}
-
-uint64_t cache_unverified_total(struct cache *c)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&c->lock);
-	n = c->unverified;
-	pthread_mutex_unlock(&c->lock);
-	return n;
-}
-
-struct fid_heat {
-	uint64_t fid;
-	double score;
-};
-
-static int hotter_first(const void *a, const void *b)
-{
-	double x = ((const struct fid_heat *)a)->score;
-	double y = ((const struct fid_heat *)b)->score;
-
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-int cache_unverified_by_heat(struct cache *c, uint64_t **fids, size_t *n)
-{
-	struct fid_heat *fh;
-	int64_t now = now_s();
-	size_t i, k = 0, cap;
-	uint64_t *ids;
-
-	pthread_mutex_lock(&c->lock);
-	cap = c->files ? c->files : 1;
-	fh = malloc(cap * sizeof(*fh));
-	for (i = 0; fh && i < c->tab.cap && k < cap; i++) {
-		struct centry *ce = c->tab.slot[i];
-
-		if (!ce || !ce->unverified)
-			continue;
-		fh[k].fid = ce->fid;
-		fh[k].score = policy_heat(&c->pol, ce->pn, now);
-		k++;
-	}
-	pthread_mutex_unlock(&c->lock);
-	ids = fh ? malloc(cap * sizeof(*ids)) : NULL;
-	if (!ids) {
-		free(fh);
-		return -ENOMEM;
-	}
-	qsort(fh, k, sizeof(*fh), hotter_first);
-	for (i = 0; i < k; i++)
-		ids[i] = fh[i].fid;
-	free(fh);
-	*fids = ids;
-	*n = k;
-	return 0;
-}
-
 int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 		size_t len, char *buf, char **at)
 {
-	int dfd = direct_fd(c, ce);
+	int dfd = cache_direct_fd(c, ce);
 	ssize_t r;
 
 	if (dfd >= 0) {
 		uint64_t a = off & ~(BLK - 1);
 		size_t alen = blocks(off + len - a);
 
-		r = pread_full(dfd, buf, alen, a);
+		r = cache_pread_full(dfd, buf, alen, a);
 		if (r >= 0 && (uint64_t)r >= off - a + len) {
 			*at = buf + (off - a);
 			return 0;
 		}
 	} else {
-		r = pread_full(ce->fd, buf, len, off);
+		r = cache_pread_full(ce->fd, buf, len, off);
 		if (r >= 0 && (size_t)r == len) {
 			*at = buf;
 			return 0;
@@ -1394,30 +1156,11 @@ int cache_pread(struct cache *c, struct centry *ce, uint64_t off,
 
 int cache_passthrough_fd(struct cache *c, struct centry *ce)
 {
-	struct chunkbuf *cb = NULL;
 	struct stat st;
-	uint32_t n;
+	uint32_t n = 0;
 	int rc;
 
-	rc = ensure_files(c, ce);
-	for (n = 0; n < ce->nchunks && !rc; n++) {
-		int s = cache_chunk_state(c, ce, n);
-
-		if (s == CH_UNVERIFIED) {
-			if (!cb)
-				cb = chunkbuf_new(c->chunk_size);
-			rc = cb ? cache_verify_chunk(c, ce, n, cb) : -ENOMEM;
-			if (rc == -EAGAIN) {
-				n--;	/* settled by another thread: look again */
-				rc = 0;
-			} else if (rc == -EBADMSG) {
-				rc = -EAGAIN;	/* dropped: refetched on read */
-			}
-		} else if (s != CH_PRESENT) {
-			rc = s < 0 ? s : -EAGAIN;
-		}
-	}
-	chunkbuf_put(cb);
+	rc = cache_ensure_files(c, ce);
 	if (rc)
 		return rc;
 	if (fstat(ce->fd, &st))
@@ -1427,8 +1170,21 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 	/* the tail of an O_DIRECT write is padding past the end: cut it */
 	if ((uint64_t)st.st_size > ce->size && ftruncate(ce->fd, ce->size))
 		return -errno;
+	/* every chunk PRESENT, looked at under the lock that lends the file
+	 * (an earlier run's chunks verified first, without it) */
 	pthread_mutex_lock(&c->lock);
-	rc = ce->stale ? -ESTALE : 0;	/* replaced meanwhile: never lent */
+	rc = cache_first_not_present_locked(ce, &n);
+	if (rc == CH_UNVERIFIED) {
+		pthread_mutex_unlock(&c->lock);
+		rc = cache_verify_file(c, ce);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&c->lock);
+		n = 0;
+		rc = cache_first_not_present_locked(ce, &n);
+	}
+	/* (-ESTALE: replaced meanwhile, never lent) */
+	rc = rc == CH_PRESENT ? 0 : rc < 0 ? rc : -EAGAIN;
 	if (!rc && !ce->pt_opens &&
 	    c->pt_bytes + ce->used > c->pol.limit / 2)
 		rc = -ENOSPC;	/* the daemon's path: evictable as it goes */
@@ -1437,7 +1193,7 @@ int cache_passthrough_fd(struct cache *c, struct centry *ce)
 		if (!ce->pt_opens++) {
 			ce->pt_bytes = ce->used;
 			c->pt_bytes += ce->pt_bytes;
-			refs_changed_locked(c, ce);
+			cache_refs_changed_locked(c, ce);
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -1450,7 +1206,7 @@ void cache_passthrough_put(struct cache *c, struct centry *ce)
 	if (!--ce->pt_opens) {
 		c->pt_bytes -= ce->pt_bytes;
 		ce->pt_bytes = 0;
-		refs_changed_locked(c, ce);
+		cache_refs_changed_locked(c, ce);
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -1477,7 +1233,7 @@ void cache_read_begin(struct cache *c, struct centry *ce, uint64_t bytes)
 	pthread_mutex_lock(&c->lock);
 	policy_read(&c->pol, ce->pn, bytes);
 	ce->busy++;
-	refs_changed_locked(c, ce);
+	cache_refs_changed_locked(c, ce);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1492,19 +1248,6 @@ uint64_t cache_file_bytes(struct cache *c, uint64_t fid)
 		bytes = ce->used;
 	pthread_mutex_unlock(&c->lock);
 	return bytes;
-}
-
-uint32_t cache_file_unverified(struct cache *c, uint64_t fid)
-{
-	struct centry *ce;
-	uint32_t n = 0;
-
-	pthread_mutex_lock(&c->lock);
-	ce = htab_get(&c->tab, fid);
-	if (ce)
-		n = ce->unverified;
-	pthread_mutex_unlock(&c->lock);
-	return n;
 }
 
 void cache_usage(struct cache *c, uint64_t *used, uint64_t *limit,

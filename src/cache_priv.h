@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache_priv.h - the cache module's own structures, shared by cache.c
- * (entries, chunk states, space) and cache_load.c (start-up: the cache
- * directory, the index, orphan data files), and by the cache's other
- * files (cache_move.c, cache_spare.c, ...) and its unit test; no module
- * outside the cache includes it.
+ * (entries, chunk states, space), cache_verify.c (checking an earlier
+ * run's chunks), cache_load.c (start-up: the cache directory, the index,
+ * orphan data files), cache_move.c and cache_spare.c, and by the unit
+ * tests of the cache.
  */
 #ifndef FUSEFS_CACHE_PRIV_H
 #define FUSEFS_CACHE_PRIV_H
@@ -159,6 +159,29 @@ static inline uint64_t blocks(uint64_t len)
 }
 
 void centry_free(struct centry *ce);
+/*
+ * The cache's own helpers, shared by its files (cache.c defines them):
+ * cache_ensure_files() opens @ce's data file if it is not (a reference
+ * held; unlocked; -errno of the open); cache_direct_fd() its O_DIRECT
+ * descriptor, opened at first use (-1: use the buffered one);
+ * cache_pread_full() a pread() looped to @len or EOF (bytes, -errno);
+ * cache_refs_changed_locked() tells the policy and the idle list that
+ * @ce's references changed; cache_owner_node() the node @ce's bytes count
+ * for (NULL once stale); cache_state_locked() chunk @n's state, -ESTALE,
+ * -ERANGE.
+ */
+int cache_ensure_files(struct cache *c, struct centry *ce);
+int cache_direct_fd(struct cache *c, struct centry *ce);
+ssize_t cache_pread_full(int fd, char *buf, size_t len, uint64_t off);
+void cache_refs_changed_locked(struct cache *c, struct centry *ce);
+struct policy_node *cache_owner_node(const struct centry *ce);
+int cache_state_locked(const struct centry *ce, uint32_t n);
+/*
+ * cache_first_not_present_locked() - (cache_verify.c) the first chunk of
+ * @ce from *@n on that is not PRESENT: its state with *@n its number, or
+ * CH_PRESENT (*@n == nchunks) when there is none, or -ESTALE.  Locked.
+ */
+int cache_first_not_present_locked(const struct centry *ce, uint32_t *n);
 /* centry_insert() - a new entry (no references) in the table; 0, or
  * -ENOMEM, -EFBIG (a size above CACHE_MAX_SIZE) */
 int centry_insert(struct cache *c, uint64_t fid, const char *key,

@@ -620,18 +620,12 @@ static int verify_one(struct fetcher *f, struct centry *ce,
 {
 	struct chunkbuf *cb;
 	uint32_t n, size;
-	int rc, st = CH_ABSENT;
+	int rc;
 	bool forced;
 
-	for (n = n0; n <= n1; n++) {
-		st = cache_chunk_state(f->c, ce, n);
-		if (st == CH_UNVERIFIED || st < 0)
-			break;
-	}
-	if (st < 0)
-		return st;
-	if (n > n1)
-		return 0;
+	rc = cache_first_unverified(f->c, ce, n0, n1, &n);
+	if (rc <= 0)
+		return rc;
 	/* the chunk's own length: a small file's chunk is small */
 	size = (uint32_t)chunkbuf_charge(cache_chunk_len(f->c, ce, n));
 	pthread_mutex_lock(&f->lock);
