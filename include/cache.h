@@ -256,11 +256,19 @@ void cache_read_done(struct centry *ce);
 /* cache_note_read() - heat: @bytes read through the mount */
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes);
 /*
- * cache_read_begin() - cache_note_read(), and a busy reference
- * (cache_busy_put() ends it) under the same lock: an open file's chunks
- * may be evicted, but not while a read of it is being served.
+ * cache_read_plan() - what a read of @bytes in chunks @n0..@n1 of open
+ * entry @ce needs, in one take of the cache lock.  Bit i of @skip: chunk
+ * @n0 + i is served from memory (not looked at).  Unless a chunk looked
+ * at is UNVERIFIED: the read is noted (heat), a busy reference taken
+ * (cache_busy_put() ends it: an open file's chunks may be evicted, but
+ * not while a read of it is served), and @st[i] is the state of chunk
+ * @n0 + i before the call, an ABSENT one now FETCHING for the caller
+ * (cache_store_chunk() or cache_abandon() ends that claim).
+ * Return: 0 as above; 1 a chunk is UNVERIFIED (nothing done: verify it,
+ * then call again); -ESTALE @ce was replaced; -ERANGE.
  */
-void cache_read_begin(struct cache *c, struct centry *ce, uint64_t bytes);
+int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
+		    uint32_t n1, uint32_t skip, uint64_t bytes, int *st);
 /* cache_missing() - chunks of @ce neither cached nor in flight */
 uint32_t cache_missing(struct cache *c, const struct centry *ce);
 /* cache_is_complete() - every chunk of @ce is on disk */

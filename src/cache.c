@@ -1228,13 +1228,35 @@ void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void cache_read_begin(struct cache *c, struct centry *ce, uint64_t bytes)
+int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
+		    uint32_t n1, uint32_t skip, uint64_t bytes, int *st)
 {
+	uint32_t n, i;
+	int rc = 0;
+
 	pthread_mutex_lock(&c->lock);
+	if (ce->stale || n1 >= ce->nchunks || n0 > n1) {
+		rc = ce->stale ? -ESTALE : -ERANGE;
+		goto out;
+	}
+	for (n = n0, i = 0; n <= n1 && ce->unverified; n++, i++)
+		if (!(skip >> i & 1) && ce->state[n] == CH_UNVERIFIED) {
+			rc = 1;		/* checked first, without the lock */
+			goto out;
+		}
 	policy_read(&c->pol, ce->pn, bytes);
 	ce->busy++;
 	cache_refs_changed_locked(c, ce);
+	for (n = n0, i = 0; n <= n1; n++, i++) {
+		if (skip >> i & 1)
+			continue;
+		st[i] = ce->state[n];
+		if (st[i] == CH_ABSENT)
+			ce->state[n] = CH_FETCHING;
+	}
+out:
 	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 uint64_t cache_file_bytes(struct cache *c, uint64_t fid)

@@ -664,7 +664,6 @@ static int wait_on_locked(struct fetcher *f, struct preq **prp,
 			return -ENOMEM;
 		memcpy(pr, proto, sizeof(*pr));
 		pr->parked_us = now_us();
-		cache_busy_get(f->c, pr->ce);
 		*prp = pr;
 	}
 	w = malloc(sizeof(*w));
@@ -679,31 +678,81 @@ static int wait_on_locked(struct fetcher *f, struct preq **prp,
 }
 
 /*
- * fetch_read() of [@off, @off + @len), chunks @n0..@n1, with a busy
- * reference on @ce: the open file's chunks may be evicted (only busy
- * entries and files held by passthrough opens are not), so the chunks
- * found on disk stay there until they are served.
+ * Chunks @n0..@n1 of a read: those in memory into @bufs (bit i of the
+ * return value: chunk @n0 + i), the others planned by cache_read_plan()
+ * under the same take of the fetch lock, which is left held unless the
+ * plan says 1 (an earlier run's chunk to verify first) or fails.
+ * Return: the memory mask; *@rc the plan's answer.
  */
-static int read_held(struct fetcher *f, struct centry *ce,
-		     const struct cache_ident *cip, uint64_t off, size_t len,
-		     fetch_done_fn done, void *arg)
+static uint32_t plan_locked(struct fetcher *f, struct centry *ce,
+			    const struct cache_ident *ci, uint32_t n0,
+			    uint32_t n1, size_t len, struct chunkbuf **bufs,
+			    int *st, int *rc)
+{
+	uint32_t n, i, skip = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (n = n0, i = 0; n <= n1; n++, i++) {
+		struct chunk_id id = chunk_of(ci, n);
+		struct chunkbuf *cb = mem_chunk_locked(f, &id);
+
+		if (cb) {
+			bufs[i] = chunkbuf_get(cb);
+			skip |= 1u << i;
+		}
+	}
+	*rc = cache_read_plan(f->c, ce, n0, n1, skip, len, st);
+	if (*rc) {
+		pthread_mutex_unlock(&f->lock);
+		for (i = 0; i <= n1 - n0; i++) {
+			chunkbuf_put(bufs[i]);
+			bufs[i] = NULL;
+		}
+	}
+	return skip;
+}
+
+int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
+	       size_t size, fetch_done_fn done, void *arg)
 {
 	struct chunkbuf *bufs[MAX_READ_CHUNKS] = { NULL };
 	struct inflight *start[MAX_READ_CHUNKS + 64];
+	int st[MAX_READ_CHUNKS];
 	struct preq *pr = NULL, proto;
-	struct cache_ident ci = *cip;
-	uint32_t n0 = off / f->cs, n1 = (off + len - 1) / f->cs;
-	uint32_t nn = n1 - n0 + 1, n, i;
-	int nstart = 0, tries, rc = 0;
+	struct cache_ident ci;
+	uint32_t n0, n1, nn, n, i, skip, claimed = 0;
+	int nstart = 0, tries = 0, rc;
 	bool parked, memwait = false;
+	size_t len;
 
-	tries = 0;
+	stat_inc(f->st, reads);
+	cache_ident(ce, &ci);
+	if (off >= ci.size || !size) {
+		done(arg, 0, NULL, 0);
+		return 0;
+	}
+	len = MIN((uint64_t)size, ci.size - off);
+	n0 = off / f->cs;
+	n1 = (off + len - 1) / f->cs;
+	nn = n1 - n0 + 1;
+	if (nn > MAX_READ_CHUNKS || n1 >= ci.nchunks)
+		return -EINVAL;
 	/* chunks from an earlier run are checked before anything is served */
-	while ((rc = verify_one(f, ce, &ci, n0, n1)) == 1)
+	while ((skip = plan_locked(f, ce, &ci, n0, n1, len, bufs, st, &rc)),
+	       rc == 1) {
 		if (++tries > 16)
 			return -EIO;
-	if (rc < 0)
-		return rc;
+		rc = verify_one(f, ce, &ci, n0, n1);
+		if (rc < 0)
+			return rc;
+	}
+	if (rc)
+		return rc;	/* -ESTALE: replaced, no bytes of it any more */
+	/* the fetch lock is held, and a busy reference on @ce: an open
+	 * file's chunks may be evicted, but not these until served */
+	for (i = 0; i < nn; i++)
+		if (!(skip >> i & 1) && st[i] == CH_ABSENT)
+			claimed |= 1u << i;
 
 	memset(&proto, 0, sizeof(proto));
 	proto.done = done;
@@ -713,38 +762,26 @@ static int read_held(struct fetcher *f, struct centry *ce,
 	proto.len = len;
 	proto.n0 = n0;
 	proto.nn = nn;
-
-	pthread_mutex_lock(&f->lock);
 	for (n = n0, i = 0; n <= n1 && !rc; n++, i++) {
 		struct chunk_id id = chunk_of(&ci, n);
-		struct chunkbuf *cb = mem_chunk_locked(f, &id);
 		struct inflight *in;
-		int st;
 
-		if (cb) {
-			bufs[i] = chunkbuf_get(cb);
+		if (skip >> i & 1 || st[i] == CH_PRESENT)
 			continue;
-		}
-		st = cache_claim(f->c, ce, n);
-		if (st == CH_PRESENT)
-			continue;
-		if (st < 0 || st == CH_UNVERIFIED) {
-			/* replaced meanwhile (verify_one() left none unchecked) */
-			rc = st < 0 ? st : -EIO;
+		if (st[i] == CH_UNVERIFIED) {
+			rc = -EIO;	/* cannot happen: the plan said none */
 			break;
 		}
 		in = inflight_find_locked(f, &id);
-		if (st == CH_ABSENT && failed_lately_locked(f, id_key(&id))) {
-			cache_abandon(f->c, ce, n);
-			rc = -EIO;	/* its last read failed just now */
-			break;
-		}
-		if (st == CH_ABSENT) {
-			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
-			if (rc) {
-				cache_abandon(f->c, ce, n);
+		if (st[i] == CH_ABSENT) {
+			if (failed_lately_locked(f, id_key(&id))) {
+				rc = -EIO;	/* its last read failed just now */
 				break;
 			}
+			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
+			if (rc)
+				break;
+			claimed &= ~(1u << i);	/* the fetch ends the claim */
 			if (in->cb)
 				start[nstart++] = in;
 			else
@@ -758,6 +795,10 @@ static int read_held(struct fetcher *f, struct centry *ce,
 		}
 		rc = wait_on_locked(f, &pr, in, &proto, nn);
 	}
+	/* claims an error left unstarted: ABSENT again */
+	for (i = 0; i < nn; i++)
+		if (claimed >> i & 1)
+			cache_abandon(f->c, ce, n0 + i);
 	if (!rc)
 		nstart = readahead_locked(f, ce, &ci, off, off + len, start,
 					  nstart, ARRAY_SIZE(start));
@@ -773,43 +814,18 @@ static int read_held(struct fetcher *f, struct centry *ce,
 		bgthread_wake(f->threads[0]);	/* memwait_run() */
 
 	if (parked)
-		return 0;		/* answered when the chunks arrive */
-	if (pr) {			/* nobody waits: undo */
-		cache_busy_put(f->c, ce);
+		return 0;	/* answered when the chunks arrive; the parked
+				 * request holds the busy reference */
+	if (pr) {		/* nobody waits: undo */
 		free(pr);
 	} else if (!rc) {
 		stat_inc(f->st, hits);
 		serve(f, ce, off, len, n0, nn, bufs, done, arg);
+		cache_busy_put(f->c, ce);
 		return 0;
 	}
 	for (i = 0; i < nn; i++)
 		chunkbuf_put(bufs[i]);
-	return rc;
-}
-
-int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
-	       size_t size, fetch_done_fn done, void *arg)
-{
-	struct cache_ident ci;
-	uint32_t n0, n1;
-	size_t len;
-	int rc;
-
-	stat_inc(f->st, reads);
-	cache_ident(ce, &ci);
-	if (off >= ci.size || !size) {
-		done(arg, 0, NULL, 0);
-		return 0;
-	}
-	len = MIN((uint64_t)size, ci.size - off);
-	n0 = off / f->cs;
-	n1 = (off + len - 1) / f->cs;
-	if (n1 - n0 + 1 > MAX_READ_CHUNKS || n1 >= ci.nchunks)
-		return -EINVAL;
-	if (cache_chunk_state(f->c, ce, n0) == -ESTALE)
-		return -ESTALE;		/* replaced: no bytes of it any more */
-	cache_read_begin(f->c, ce, len);
-	rc = read_held(f, ce, &ci, off, len, done, arg);
 	cache_busy_put(f->c, ce);
 	return rc;
 }

@@ -368,6 +368,46 @@ static void test_verify_begin_end(void)
 	free(got);
 }
 
+/* cache_read_plan(): one look for a read; an earlier run's chunk first */
+static void test_read_plan(void)
+{
+	static const char *const keys[] = { "p0" };
+	char *data[1], *got = malloc(3 * CS);
+	struct centry *ce, *fresh;
+	int st[3] = { -1, -1, -1 };
+	struct env e;
+
+	restart_with(&e, keys, 1, data);
+	ce = attach(&e, "p0", NULL);
+	/* chunk 1 unverified: nothing done, verify first */
+	CHECK_INT(cache_read_plan(e.cache, ce, 0, 1, 0, 10, st), ==, 1);
+	CHECK_INT(st[0], ==, -1);
+	/* chunk 1 served from memory: not looked at */
+	CHECK_INT(cache_read_plan(e.cache, ce, 1, 1, 1, 10, st), ==, 0);
+	cache_busy_put(e.cache, ce);
+	CHECK_INT(cache_read_plan(e.cache, ce, 0, 3, 0, 10, st), ==, -ERANGE);
+	CHECK_INT(cache_verify_file(e.cache, ce), ==, 0);
+	CHECK_INT(cache_read_plan(e.cache, ce, 0, 2, 0, 10, st), ==, 0);
+	CHECK(st[0] == CH_PRESENT && st[1] == CH_PRESENT && st[2] == CH_PRESENT);
+	cache_busy_put(e.cache, ce);
+	/* an uncached file: its chunks claimed for the caller */
+	mem_put(e.be, "p1", data[0], 2 * CS + 5);
+	fresh = attach(&e, "p1", NULL);
+	CHECK_INT(cache_read_plan(e.cache, fresh, 1, 2, 2, 10, st), ==, 0);
+	CHECK_INT(st[0], ==, CH_ABSENT);
+	CHECK_INT(cache_chunk_state(e.cache, fresh, 1), ==, CH_FETCHING);
+	CHECK_INT(cache_chunk_state(e.cache, fresh, 2), ==, CH_ABSENT);
+	cache_abandon(e.cache, fresh, 1);
+	cache_busy_put(e.cache, fresh);
+	CHECK_INT(read_all(&e, fresh, got, 2 * CS + 5), ==, 0);
+	CHECK(!memcmp(got, data[0], 2 * CS + 5));
+	cache_detach(e.cache, fresh);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data[0]);
+	free(got);
+}
+
 static void test_verify_end_drops_a_damaged_chunk(void)
 {
 	static const char *const keys[] = { "d" };
@@ -952,6 +992,7 @@ int main(void)
 	TEST(test_huge_size_refused);
 	TEST(test_size_change_drops_entry);
 	TEST(test_verify_begin_end);
+	TEST(test_read_plan);
 	TEST(test_verify_end_drops_a_damaged_chunk);
 	TEST(test_verify_single_flight);
 	TEST(test_verify_hold_needs_a_chunk_to_start);
