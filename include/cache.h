@@ -123,6 +123,13 @@ bool cache_is_open(struct cache *c, const struct centry *ce);
 bool cache_fid_open(struct cache *c, uint64_t fid);
 
 /*
+ * cache_chunk_states() - the states of chunks @from, @from + 1, ... of @ce
+ * (at most @n, up to its last) into @out, under one take of the lock.
+ * Return: how many, -ESTALE.
+ */
+int cache_chunk_states(struct cache *c, const struct centry *ce,
+		       uint32_t from, uint32_t n, int8_t *out);
+/*
  * cache_claim() - the state of chunk @n of @ce before the call; if it
  * was CH_ABSENT it is CH_FETCHING now and the caller owns the claim.
  * Return: a chunk_state, or -ESTALE (@ce was replaced), -ERANGE.

@@ -174,6 +174,10 @@ int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
 /* fetch_is_staged() - is chunk @n of @ce staged in memory, or being
  * fetched to be */
 bool fetch_is_staged(struct fetcher *f, const struct centry *ce, uint32_t n);
+/* fetch_staged_mask() - bit i: fetch_is_staged() of chunk @from + i, for
+ * i < @n (at most 64), under one take of the fetch lock */
+uint64_t fetch_staged_mask(struct fetcher *f, const struct centry *ce,
+			   uint32_t from, uint32_t n);
 /*
  * fetch_stage_keep() - drop the staged chunks of files that are neither
  * among @fids[0..@n) (the lists' window), nor still to be read (the

@@ -981,6 +981,21 @@ int cache_chunk_state(struct cache *c, const struct centry *ce, uint32_t n)
 	return st;
 }
 
+int cache_chunk_states(struct cache *c, const struct centry *ce,
+		       uint32_t from, uint32_t n, int8_t *out)
+{
+	uint32_t i;
+	int k = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (ce->stale)
+		k = -ESTALE;
+	for (i = 0; k >= 0 && i < n && from + i < ce->nchunks; i++, k++)
+		out[i] = (int8_t)ce->state[from + i];
+	pthread_mutex_unlock(&c->lock);
+	return k;
+}
+
 int cache_claim(struct cache *c, struct centry *ce, uint32_t n)
 {
 	int st;

@@ -1457,23 +1457,37 @@ void fetch_set_wanted(struct fetcher *f,
 	f->wanted_arg = arg;
 }
 
+static bool staged_locked(struct fetcher *f, const struct cache_ident *ci,
+			  uint32_t n)
+{
+	struct chunk_id id = chunk_of(ci, n);
+	struct inflight *in;
+
+	if (stageset_has(&f->staged, ci->fid, ci->gen, n))
+		return true;
+	in = inflight_find_locked(f, &id);
+	return in && in->stage;
+}
+
 bool fetch_is_staged(struct fetcher *f, const struct centry *ce, uint32_t n)
 {
+	return fetch_staged_mask(f, ce, n, 1) & 1;
+}
+
+uint64_t fetch_staged_mask(struct fetcher *f, const struct centry *ce,
+			   uint32_t from, uint32_t n)
+{
 	struct cache_ident ci;
-	struct chunk_id id;
-	struct inflight *in;
-	bool staged;
+	uint64_t mask = 0;
+	uint32_t i;
 
 	cache_ident(ce, &ci);
-	id = chunk_of(&ci, n);
 	pthread_mutex_lock(&f->lock);
-	staged = stageset_has(&f->staged, ci.fid, ci.gen, n);
-	if (!staged) {
-		in = inflight_find_locked(f, &id);
-		staged = in && in->stage;
-	}
+	for (i = 0; i < n && i < 64; i++)
+		if (staged_locked(f, &ci, from + i))
+			mask |= 1ULL << i;
 	pthread_mutex_unlock(&f->lock);
-	return staged;
+	return mask;
 }
 
 struct keep_ctx {

@@ -142,18 +142,49 @@ static struct centry *hold(struct prefetcher *p, uint64_t fid, uint64_t *size)
  */
 enum walk { WALK_ON, WALK_END, LIST_END };
 
+/*
+ * Chunk states and staged bits of a file looked at BATCH chunks at a time
+ * (one take of the cache lock and one of the fetch lock per batch, not
+ * per chunk); a walk acts on them, and whoever it calls checks again.
+ */
+#define BATCH	64
+struct batch {
+	uint32_t from, n;	/* chunks [from, from + n) looked at */
+	int err;		/* -ESTALE: every state is that */
+	uint64_t staged;
+	int8_t st[BATCH];
+};
+
+/* chunk @c's state (batch @b moved on if it is past it) and staged bit */
+static int batch_state(struct prefetcher *p, struct centry *ce,
+		       struct batch *b, uint32_t c, bool *staged)
+{
+	int k;
+
+	if (c < b->from || c >= b->from + b->n || (!b->n && !b->err)) {
+		k = cache_chunk_states(p->c, ce, c, BATCH, b->st);
+		b->from = c;
+		b->err = k < 0 ? k : 0;
+		b->n = k < 0 ? BATCH : (uint32_t)k;
+		b->staged = fetch_staged_mask(p->f, ce, c, b->n);
+	}
+	*staged = b->staged >> (c - b->from) & 1;
+	return b->err ? b->err : b->st[c - b->from];
+}
+
 static enum walk fetch_missing(struct prefetcher *p, struct centry *ce,
 			       const struct cache_ident *ci, bool recheck,
 			       bool current, bool *refused)
 {
+	struct batch b = { .from = 0, .n = 0 };
 	uint32_t c;
 
 	for (c = 0; c < ci->nchunks; c++) {
 		uint64_t flying, need;
-		bool staged = fetch_is_staged(p->f, ce, c);
-		int rc;
+		bool staged;
+		int rc, st = batch_state(p, ce, &b, c, &staged);
 
-		if (!staged && cache_chunk_state(p->c, ce, c) != CH_ABSENT)
+		if (!staged && st != CH_ABSENT)
 			continue;	/* on disk, or on its way there */
 		if (staged && (*refused || !recheck)) {
 			*refused = true;	/* refused when staged */
@@ -166,6 +197,11 @@ static enum walk fetch_missing(struct prefetcher *p, struct centry *ce,
 			rc = fetch_prefetch(p->f, ce, c, current);
 			if (rc == -EBUSY || rc == -ENOMEM)
 				return WALK_END;
+			/* claimed since the batch was looked at: as if it had
+			 * been seen so */
+			if (rc == 0 && !staged &&
+			    cache_chunk_state(p->c, ce, c) != CH_ABSENT)
+				continue;
 			/* not going to disk (kept in memory, stored by
 			 * nobody): the chunks after it must not either */
 			*refused |= rc != 1;
@@ -196,11 +232,12 @@ static enum walk fetch_missing(struct prefetcher *p, struct centry *ce,
 static bool staging(struct prefetcher *p, struct centry *ce,
 		    const struct cache_ident *ci)
 {
+	struct batch b = { .from = 0, .n = 0 };
 	uint32_t c;
+	bool staged;
 
 	for (c = 0; c < ci->nchunks; c++)
-		if (cache_chunk_state(p->c, ce, c) == CH_FETCHING &&
-		    fetch_is_staged(p->f, ce, c))
+		if (batch_state(p, ce, &b, c, &staged) == CH_FETCHING && staged)
 			return true;
 	return false;
 }
