@@ -160,7 +160,16 @@ void epoch_free(struct epoch *e);
 
 /* rlist_find() - the list named @name, or NULL */
 struct rlist *rlist_find(struct lists *l, const char *name);
-/* rlist_lead() - files and bytes from @r's low to its ready mark */
+/* lists_cmp_u64() - qsort()/bsearch() order of file ids */
+static inline int lists_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* rlist_lead() - (lists_window.c) files and bytes from @r's low to its
+ * ready mark */
 void rlist_lead(const struct rlist *r, uint64_t *files, uint64_t *bytes);
 
 #endif
