@@ -16,7 +16,7 @@
  *                         decimal number; @dflt while it is absent or
  *                         not a number
  *
- * The hook points are listed in docs/architecture.md ("Test hooks").
+ * The hook points are listed in tests/README.md ("Test hooks").
  * Nothing here is for users: the directory is trusted as the daemon's
  * own environment is.
  */
