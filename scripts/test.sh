@@ -4,10 +4,10 @@
 # fuzzers (tests/fuzz) and the ThreadSanitizer unit and stress tests (make
 # tsan) on the plain build; then the unit tests again and the FUSE tests
 # over file:// sources under AddressSanitizer + UndefinedBehaviorSanitizer
-# (make test runs them on the plain build); then the integration tests
-# against a throwaway Ceph cluster:
-# the packaging and deployment scripts and two scale tests (marked nosan)
-# on the plain build, everything else on the sanitized daemon.
+# (make test runs them on the plain build), and meanwhile the integration
+# tests of the packaging and deployment scripts and two scale tests
+# (marked nosan) on the plain build against a throwaway Ceph cluster;
+# then the other integration tests on the sanitized daemon.
 # Each stage prints how long it took; the whole run stays under 15 minutes
 # on 2 cores.
 set -euo pipefail
@@ -31,15 +31,31 @@ stage "fuzz smoke (tests/fuzz)"
 make -j"$(nproc)" fuzz-smoke FUZZ_SMOKE_SECONDS="${FUZZ_SMOKE_SECONDS:-6}"
 stage "ThreadSanitizer: threaded unit tests and the stress test (make tsan)"
 make -j"$(nproc)" tsan STRESS_SECONDS="${STRESS_SECONDS:-20}"
-stage "sanitizer build (ASan+UBSan): unit and FUSE tests"
+stage "sanitizer build (ASan+UBSan): unit tests"
 make SAN=1 -j"$(nproc)"
 make SAN=1 -j"$(nproc)" unit
+# The FUSE tests (file:// sources, no Ceph) and the integration tests of
+# the scripts and scale tests on the plain build (a Ceph cluster) at the
+# same time: both mostly wait on the kernel, the daemon or the cluster,
+# and no test depends on how fast it runs.  The integration log is shown
+# when both are done.
+stage "FUSE tests (sanitized) and, meanwhile, integration tests: scripts and scale tests on the plain build"
+ilog=$(mktemp /tmp/fusefs-test-integration.XXXXXX)
+tests/run-integration.sh build/bin/fusefs -m nosan >"$ilog" 2>&1 &
+ipid=$!
 # three pytest workers (pytest-xdist): a FUSE test mostly waits on the
 # kernel and the daemon, one worker keeps a core a third busy
-tests/run-fuse.sh build-san/bin/fusefs -n "${FUSE_JOBS:-3}"
+frc=0
+tests/run-fuse.sh build-san/bin/fusefs -n "${FUSE_JOBS:-3}" || frc=$?
+irc=0
+wait "$ipid" || irc=$?
+echo "== integration tests: scripts and scale tests on the plain build (ended with $irc) =="
+cat "$ilog"
+rm -f "$ilog"
+if [ "$frc" != 0 ] || [ "$irc" != 0 ]; then
+	exit 1
+fi
 
-stage "integration tests: scripts and scale tests on the plain build"
-tests/run-integration.sh build/bin/fusefs -m nosan
 stage "integration tests: the sanitized daemon"
 tests/run-integration.sh build-san/bin/fusefs -m "not nosan"
 stage "done"
