@@ -14,6 +14,10 @@
  *   UNVERIFIED  indexed by an earlier run, not yet checked in this one:
  *               never served before cache_verify_chunk() accepted it;
  *   PRESENT     checked or written in this run.
+ * An ABSENT or FETCHING chunk may hold pages (4 KiB) that random reads
+ * stored (cache_store_pages()); they count as cached bytes, are served
+ * by cache_read_plan() with pages, and go with a whole store of the
+ * chunk, its eviction or a restart (they are not indexed).
  *
  * References: an open (cache_attach/cache_detach) or a busy hold
  * (cache_hold or cache_busy_get / cache_busy_put) keeps an entry and its
@@ -50,7 +54,10 @@
 #include "policy.h"
 #include "stats.h"
 
-enum chunk_state { CH_ABSENT, CH_UNVERIFIED, CH_PRESENT, CH_FETCHING };
+enum chunk_state {
+	CH_ABSENT, CH_UNVERIFIED, CH_PRESENT, CH_FETCHING,
+	CH_PAGES	/* only in a read plan: fetch the read's pages */
+};
 
 struct cache;
 struct centry;
@@ -149,6 +156,17 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		      enum admit_kind kind);
 /* cache_abandon() - end a claim without storing: CH_ABSENT again */
 void cache_abandon(struct cache *c, struct centry *ce, uint32_t n);
+/*
+ * cache_store_pages() - write @cb (the pages at byte @lo of chunk @n,
+ * fetched for a random read; @lo 4 KiB aligned) to @ce's data file and
+ * note them stored, after asking the policy for room as for a demand
+ * read.  No claim: two readers may store the same pages (the same
+ * bytes).  Caller holds a busy reference.  Return: 0; -EEXIST the chunk
+ * is stored whole now (nothing noted); -ENOSPC not admitted; -ESTALE;
+ * -errno.
+ */
+int cache_store_pages(struct cache *c, struct centry *ce, uint32_t n,
+		      uint32_t lo, const struct chunkbuf *cb);
 /*
  * Verification of chunks from an earlier run.  One read per chunk at a
  * time (single flight): a chunk being read to be checked is not read
@@ -263,19 +281,44 @@ void cache_read_done(struct centry *ce);
 /* cache_note_read() - heat: @bytes read through the mount */
 void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes);
 /*
- * cache_read_plan() - what a read of @bytes in chunks @n0..@n1 of open
- * entry @ce needs, in one take of the cache lock.  Bit i of @skip: chunk
- * @n0 + i is served from memory (not looked at).  Unless a chunk looked
- * at is UNVERIFIED: the read is noted (heat), a busy reference taken
- * (cache_busy_put() ends it: an open file's chunks may be evicted, but
- * not while a read of it is served), and @st[i] is the state of chunk
- * @n0 + i before the call, an ABSENT one now FETCHING for the caller
- * (cache_store_chunk() or cache_abandon() ends that claim).
+ * cache_read_plan() - what a read of [@off, @off + @bytes) in chunks
+ * @n0..@n1 of open entry @ce needs, in one take of the cache lock.  Bit
+ * i of @skip: chunk @n0 + i is served from memory (not looked at).
+ * Unless a chunk looked at is UNVERIFIED: the read is noted (heat), a
+ * busy reference taken (cache_busy_put() ends it: an open file's chunks
+ * may be evicted, but not while a read of it is served), and @st[i] is
+ * the state of chunk @n0 + i before the call, an ABSENT one now FETCHING
+ * for the caller (cache_store_chunk() or cache_abandon() ends that
+ * claim).  With @pages (a random read: fetch only the pages it needs),
+ * an ABSENT chunk whose pages of the read (cache_page_span()) are all
+ * stored is CH_PRESENT for this read, and one missing some is CH_PAGES
+ * and not claimed, unless those pages are more than half the chunk
+ * (then claimed, as without @pages).
  * Return: 0 as above; 1 a chunk is UNVERIFIED (nothing done: verify it,
  * then call again); -ESTALE @ce was replaced; -ERANGE.
  */
 int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
-		    uint32_t n1, uint32_t skip, uint64_t bytes, int *st);
+		    uint32_t n1, uint32_t skip, uint64_t off, uint64_t bytes,
+		    bool pages, int *st);
+/*
+ * cache_page_span() - the pages of chunk @n (chunks of @cs bytes, this
+ * one @clen long) that [@off, @off + @len) covers, as bytes [*@lo, *@hi)
+ * of the chunk: @lo rounded down to 4 KiB, @hi up (at most @clen).
+ */
+static inline void cache_page_span(uint32_t cs, uint32_t clen, uint32_t n,
+				   uint64_t off, uint64_t len, uint32_t *lo,
+				   uint32_t *hi)
+{
+	uint64_t base = (uint64_t)n * cs;
+	uint64_t a = off > base ? off - base : 0;
+	uint64_t b = off + len - base;
+
+	if (b > clen)
+		b = clen;
+	*lo = (uint32_t)(a & ~4095ULL);
+	b = (b + 4095) & ~4095ULL;
+	*hi = (uint32_t)(b < clen ? b : clen);
+}
 /* cache_missing() - chunks of @ce neither cached nor in flight */
 uint32_t cache_missing(struct cache *c, const struct centry *ce);
 /* cache_is_complete() - every chunk of @ce is on disk */

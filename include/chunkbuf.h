@@ -33,6 +33,8 @@
 struct chunkbuf {
 	atomic_int ref;
 	uint32_t len;		/* valid bytes */
+	uint32_t base;		/* offset in its chunk of data[0] (0 but
+				 * for a random read's pages) */
 	char *data;		/* chunk_size bytes, 4 KiB aligned */
 	size_t mapped;		/* bytes mapped at data */
 	struct membudget *mb;	/* charged to (NULL: not charged) */

@@ -64,6 +64,7 @@ struct fusefs_conf {
 	unsigned max_threads;	/* FUSE worker threads */
 	enum read_mode read_mode;
 	bool passthrough;	/* --passthrough auto (true) or off */
+	bool page_reads;	/* --random-reads pages (true) or chunks */
 	char *evict;		/* policy: lru, heat, auto */
 	unsigned heat_half_life_s;
 	unsigned list_idle_s;	/* a list without opens is idle after this */

@@ -22,6 +22,8 @@
 	X(backend_retries)	/* retried backend reads */		\
 	X(read_errors)		/* FUSE reads answered with an error */ \
 	X(readahead_chunks)	/* chunks fetched ahead of a reader */	\
+	X(page_reads)		/* backend reads of a random read's pages */ \
+	X(page_bytes_stored)	/* bytes of those written to the cache */ \
 	X(chunks_stored)	/* chunks written to the cache */	\
 	X(chunks_not_stored)	/* fetched but not cached (no room) */	\
 	X(evictions)		/* files evicted */			\

@@ -126,6 +126,7 @@ void centry_free(struct centry *ce)
 	free(ce->state);
 	free(ce->verifying);
 	free(ce->sum);
+	cache_pages_free(ce);
 	free(ce);
 }
 
@@ -323,7 +324,7 @@ static void unverified_dropped_locked(struct cache *c, struct centry *ce,
 /*
  * Drop the last cached chunks of entry @ce (idle, or open on the daemon
  * path) until @bytes are freed: hole punched, CH_ABSENT, out of the
- * index.  The one file-system call under the cache lock (an open of a
+ * index; an ABSENT chunk's stored pages count as cached bytes too.  The one file-system call under the cache lock (an open of a
  * closed data file and a fallocate): a punch after unlocking could hit
  * the same chunk fetched again meanwhile.  If a punch fails, the whole
  * file goes, or for an open file the chunk is counted gone (a refetch
@@ -342,23 +343,36 @@ static void drop_tail_locked(struct cache *c, struct centry *ce,
 		fd = cache_data_open(c, path, O_RDWR | O_CLOEXEC);
 	}
 	for (n = ce->nchunks; fd >= 0 && n-- > 0 && freed < bytes;) {
-		uint64_t len;
+		uint64_t len, span;
+		bool whole = ce->state[n] == CH_PRESENT ||
+			     ce->state[n] == CH_UNVERIFIED;
 
-		if (ce->state[n] != CH_PRESENT && ce->state[n] != CH_UNVERIFIED)
+		if (whole)
+			len = span = blocks(cache_chunk_len(c, ce, n));
+		else if (ce->state[n] == CH_ABSENT &&
+			 (len = cache_pages_bytes_locked(c, ce, n)))
+			span = blocks(cache_chunk_len(c, ce, n));
+		else
 			continue;
-		len = blocks(cache_chunk_len(c, ce, n));
-		meta_q_drop_chunk(c->meta, ce->fid, n);
+		if (whole)
+			meta_q_drop_chunk(c->meta, ce->fid, n);
 		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)n * c->chunk_size, (off_t)len)) {
+			      (off_t)n * c->chunk_size, (off_t)span)) {
 			log_warn("cannot drop chunk %u of '%s': %s", n,
 				 str_log(ce->key), strerror(errno));
-			unverified_dropped_locked(c, ce, n);
-			ce->state[n] = CH_ABSENT;
+			if (whole) {
+				unverified_dropped_locked(c, ce, n);
+				ce->state[n] = CH_ABSENT;
+			}
 			if (!ce->opens)
 				break;
 		}
-		unverified_dropped_locked(c, ce, n);
-		ce->state[n] = CH_ABSENT;
+		if (whole) {
+			unverified_dropped_locked(c, ce, n);
+			ce->state[n] = CH_ABSENT;
+		} else {
+			cache_pages_drop_locked(c, ce, n);
+		}
 		ce->used -= len;
 		freed += len;
 		policy_charge(&c->pol, ce->pn, -(int64_t)len);
@@ -1062,13 +1076,18 @@ uint32_t cache_missing(struct cache *c, const struct centry *ce)
 	return missing;
 }
 
-int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
-		      const struct chunkbuf *cb, uint64_t sum,
-		      enum admit_kind kind)
+/*
+ * Room for @cb (policy and disk), then write it at @off of @ce's data
+ * file.  Return 0 written; else -errno: nothing written (but maybe a
+ * part); *@reserved: the policy's reservation the caller must settle
+ * (policy_settle(), under the lock).
+ */
+static int store_write(struct cache *c, struct centry *ce, uint64_t off,
+		       const struct chunkbuf *cb, enum admit_kind kind,
+		       bool *reserved)
 {
-	uint64_t need = blocks(cb->len), off = (uint64_t)n * c->chunk_size;
+	uint64_t need = blocks(cb->len);
 	struct later l = LATER_INIT;
-	struct chunk_rec rec;
 	bool direct;
 	ssize_t w;
 	int rc, dfd;
@@ -1077,6 +1096,7 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 	rc = ce->stale ? -ESTALE : make_room_locked(c, ce, need, kind, &l);
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
+	*reserved = !rc;
 	if (rc == -ENOSPC)
 		stat_inc(c->st, chunks_not_stored);
 	if (rc)
@@ -1098,11 +1118,41 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 		}
 		disk_done(need);
 	}
+	return rc;
+}
 
+static void log_store_error(struct cache *c, struct centry *ce, uint32_t n,
+			    int rc)
+{
+	if (no_space(-rc)) {
+		stat_inc(c->st, chunks_not_stored);
+		log_no_space(c, -rc);
+	} else if (rc != -ESTALE) {
+		log_err("writing chunk %u of '%s' to the cache: %s", n,
+			str_log(ce->key), strerror(-rc));
+	}
+}
+
+int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
+		      const struct chunkbuf *cb, uint64_t sum,
+		      enum admit_kind kind)
+{
+	uint64_t need = blocks(cb->len), pages;
+	struct chunk_rec rec;
+	bool reserved;
+	int rc;
+
+	rc = store_write(c, ce, (uint64_t)n * c->chunk_size, cb, kind,
+			 &reserved);
+	if (!reserved)
+		return rc;
 	pthread_mutex_lock(&c->lock);
 	policy_settle(&c->pol, cache_owner_node(ce), need, rc == 0);
 	if (!rc) {
-		ce->used += need;
+		/* pages a random read stored are part of it now */
+		pages = cache_pages_drop_locked(c, ce, n);
+		ce->used += need - pages;
+		policy_charge(&c->pol, cache_owner_node(ce), -(int64_t)pages);
 		ce->state[n] = CH_PRESENT;
 		ce->sum[n] = sum;
 		rec.len = cb->len;
@@ -1116,13 +1166,44 @@ int cache_store_chunk(struct cache *c, struct centry *ce, uint32_t n,
 			policy_prefetched(&c->pol, ce->pn);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (rc && no_space(-rc)) {
-		stat_inc(c->st, chunks_not_stored);
-		log_no_space(c, -rc);
-	} else if (rc) {
-		log_err("writing chunk %u of '%s' to the cache: %s", n,
-			str_log(ce->key), strerror(-rc));
+	if (rc)
+		log_store_error(c, ce, n, rc);
+	return rc;
+}
+
+int cache_store_pages(struct cache *c, struct centry *ce, uint32_t n,
+		      uint32_t lo, const struct chunkbuf *cb)
+{
+	uint64_t need = blocks(cb->len), added = 0;
+	bool reserved;
+	int rc, st;
+
+	/* a whole chunk on disk already: nothing to add */
+	st = cache_chunk_state(c, ce, n);
+	if (st != CH_ABSENT && st != CH_FETCHING)
+		return st < 0 ? st : -EEXIST;
+	rc = store_write(c, ce, (uint64_t)n * c->chunk_size + lo, cb,
+			 ADMIT_DEMAND, &reserved);
+	if (!reserved)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	/* the same bytes as a whole chunk stored meanwhile: not marked */
+	st = cache_state_locked(ce, n);
+	if (!rc && st != CH_ABSENT && st != CH_FETCHING)
+		rc = st < 0 ? st : -EEXIST;
+	if (!rc)
+		rc = cache_pages_mark_locked(c, ce, n, lo, lo + cb->len,
+					     &added);
+	/* pages stored before by another reader are not counted twice */
+	policy_settle(&c->pol, cache_owner_node(ce), need, false);
+	if (added) {
+		ce->used += added;
+		policy_charge(&c->pol, cache_owner_node(ce), (int64_t)added);
+		stat_add(c->st, page_bytes_stored, added);
 	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc && rc != -EEXIST)
+		log_store_error(c, ce, n, rc);
 	return rc;
 }
 
@@ -1243,8 +1324,23 @@ void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* plan chunk @n of a random read of [@off, @off + @len): see cache.h */
+static int plan_pages_locked(struct cache *c, struct centry *ce, uint32_t n,
+			     uint64_t off, uint64_t len)
+{
+	uint32_t clen = cache_chunk_len(c, ce, n), lo, hi;
+
+	cache_page_span(c->chunk_size, clen, n, off, len, &lo, &hi);
+	if (cache_pages_cover_locked(ce, n, lo, hi))
+		return CH_PRESENT;
+	if ((uint64_t)(hi - lo) * 2 > clen)
+		return CH_ABSENT;	/* most of it: the whole chunk */
+	return CH_PAGES;
+}
+
 int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
-		    uint32_t n1, uint32_t skip, uint64_t bytes, int *st)
+		    uint32_t n1, uint32_t skip, uint64_t off, uint64_t bytes,
+		    bool pages, int *st)
 {
 	uint32_t n, i;
 	int rc = 0;
@@ -1266,6 +1362,8 @@ int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
 		if (skip >> i & 1)
 			continue;
 		st[i] = ce->state[n];
+		if (st[i] == CH_ABSENT && pages)
+			st[i] = plan_pages_locked(c, ce, n, off, bytes);
 		if (st[i] == CH_ABSENT)
 			ce->state[n] = CH_FETCHING;
 	}

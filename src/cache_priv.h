@@ -2,8 +2,9 @@
 /*
  * cache_priv.h - the cache module's own structures, shared by cache.c
  * (entries, chunk states, space), cache_verify.c (checking an earlier
- * run's chunks), cache_load.c (start-up: the cache directory, the index,
- * orphan data files), cache_move.c and cache_spare.c, and by the unit
+ * run's chunks), cache_pages.c (pages random reads stored), cache_load.c
+ * (start-up: the cache directory, the index, orphan data files),
+ * cache_move.c and cache_spare.c, and by the unit
  * tests of the cache.
  */
 #ifndef FUSEFS_CACHE_PRIV_H
@@ -32,6 +33,14 @@ struct centry {
 				 * check it; others wait (single flight) */
 	uint32_t unverified;	/* chunks in CH_UNVERIFIED */
 	uint64_t *sum;		/* XXH3 per present chunk */
+	/*
+	 * Per chunk, NULL or a bitmap of its 4 KiB pages that random reads
+	 * fetched and wrote to the data file (cache_pages.c): the chunk is
+	 * ABSENT (or FETCHING: a whole fetch will replace them), the pages
+	 * count in @used.  Not indexed: a restart punches them
+	 * (cache_load.c).  NULL until the first page is stored.
+	 */
+	uint64_t **pages;
 	uint64_t used;		/* bytes accounted on disk */
 	int opens;		/* open file handles */
 	int busy;		/* references without an open handle */
@@ -159,6 +168,25 @@ static inline uint64_t blocks(uint64_t len)
 }
 
 void centry_free(struct centry *ce);
+
+/*
+ * Page maps (cache_pages.c), under the cache lock.  Pages are given as
+ * byte ranges [@lo, @hi) inside chunk @n, @lo 4 KiB aligned, @hi rounded
+ * up to a page.  cover: are they all stored; bytes: the stored pages'
+ * bytes (4 KiB each); mark: note them stored, *@added the bytes not
+ * stored before (0 or -ENOMEM); drop: forget chunk @n's pages, return
+ * their bytes (the caller punches and uncharges); free: every map.
+ */
+bool cache_pages_cover_locked(const struct centry *ce, uint32_t n,
+			      uint32_t lo, uint32_t hi);
+uint64_t cache_pages_bytes_locked(const struct cache *c,
+				  const struct centry *ce, uint32_t n);
+int cache_pages_mark_locked(const struct cache *c, struct centry *ce,
+			    uint32_t n, uint32_t lo, uint32_t hi,
+			    uint64_t *added);
+uint64_t cache_pages_drop_locked(const struct cache *c, struct centry *ce,
+				 uint32_t n);
+void cache_pages_free(struct centry *ce);
 /*
  * The cache's own helpers, shared by its files (cache.c defines them):
  * cache_ensure_files() opens @ce's data file if it is not (a reference

@@ -107,6 +107,7 @@ struct chunkbuf *chunkbuf_new_charged(uint32_t size, struct membudget *mb,
 	cb->cls = cls;
 	atomic_init(&cb->ref, 1);
 	cb->len = 0;
+	cb->base = 0;
 	return cb;
 }
 

@@ -111,6 +111,9 @@ static const struct opt opts[] = {
 	{ "readahead", OPT_UINT, O(readahead), 0, 64,
 	  "CHUNKS", "8", NULL,
 	  "at most, fetched ahead of a sequential reader" },
+	{ "random-reads", OPT_SPECIAL, 0, 0, 0,
+	  "MODE", "pages", NULL,
+	  "pages (a read that is not part of a stream fetches the 4 KiB pages it needs) or chunks (whole chunks)" },
 	{ "max-inflight", OPT_UINT, O(max_inflight), 1, 1024,
 	  "N", "32", NULL,
 	  "backend reads in flight" },
@@ -382,6 +385,13 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 			cf->read_mode = READ_SPLICE;
 		else
 			return bad(o->name, val, "direct, buffered or splice");
+	} else if (!strcmp(o->name, "random-reads")) {
+		if (!strcmp(val, "pages"))
+			cf->page_reads = true;
+		else if (!strcmp(val, "chunks"))
+			cf->page_reads = false;
+		else
+			return bad(o->name, val, "pages or chunks");
 	} else if (!strcmp(o->name, "passthrough")) {
 		if (!strcmp(val, "auto"))
 			cf->passthrough = true;

@@ -65,6 +65,13 @@ struct inflight {
 	bool prefetch;			/* nobody asked for it yet */
 	bool stage;			/* for memory only (fetch_stage()) */
 	bool queued;			/* prefetch for a queued epoch's read */
+	/*
+	 * Only the pages [lo, lo + plen) of the chunk, for a random read
+	 * (its one waiter): not in the table, no claim, not kept in memory;
+	 * stored with cache_store_pages().
+	 */
+	bool pages;
+	uint32_t lo, plen;
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
 	uint32_t st_bytes;		/* stage: counted in staging_bytes */
 	struct waiter *waiters;
@@ -91,10 +98,20 @@ struct seq_slot {
 	uint32_t next;			/* chunk a sequential reader reads next */
 	uint32_t streak;		/* chunks it moved on one by one */
 	uint64_t end;			/* the furthest byte a read ended at */
+	uint64_t run;			/* bytes read back to back up to end */
 };
 
 /* a read starting at most this far past the stream's end continues it */
 #define STREAM_GAP	(1u << 20)
+/*
+ * A random read fetches only its pages (--random-reads pages) unless it
+ * starts a file or extends a run of back-to-back reads of at least this
+ * many bytes: a stream, whose chunks are fetched whole.
+ */
+#define RUN_WHOLE	(1u << 20)
+/* a reader moves on to the next chunk as a stream only after a run of
+ * back-to-back reads of at least this many bytes */
+#define RUN_STREAM	(256u << 10)
 
 struct fetcher {
 	struct cache *c;
@@ -102,6 +119,7 @@ struct fetcher {
 	struct stats *st;
 	uint32_t cs;
 	unsigned readahead, max_inflight, retries;
+	bool page_reads;		/* --random-reads pages */
 	enum read_mode mode;
 	atomic_uint inflight;		/* backend reads outstanding */
 	struct linkrate link;		/* the rate; speculative reads' bound */
@@ -221,6 +239,12 @@ static struct chunk_id chunk_of(const struct cache_ident *ci, uint32_t n)
 	return (struct chunk_id){ .fid = ci->fid, .gen = ci->gen, .n = n };
 }
 
+/* the bytes @in reads: its chunk, or its pages */
+static uint32_t in_len(const struct fetcher *f, const struct inflight *in)
+{
+	return in->pages ? in->plen : cache_chunk_len(f->c, in->ce, in->id.n);
+}
+
 static struct inflight *inflight_find_locked(struct fetcher *f,
 					     const struct chunk_id *id)
 {
@@ -314,7 +338,8 @@ static struct chunkbuf *chunk_alloc_locked(struct fetcher *f,
 /*
  * Start fetching claimed chunk @id of @ce for @cls into a buffer of the
  * chunk's own length (a file's last chunk, or a small file, takes no more
- * than it holds); submitted
+ * than it holds), or with @plen > 0 only its pages [@lo, @lo + @plen)
+ * (not claimed, not in the table); submitted
  * by the caller if it has a buffer.  A demand read the budget cannot hold
  * now is queued without one (memwait_run() sends it later), and may be
  * waited on as any other.  Return: 0 (*@out set), -EBUSY (read-ahead or
@@ -322,10 +347,10 @@ static struct chunkbuf *chunk_alloc_locked(struct fetcher *f,
  */
 static int start_locked(struct fetcher *f, struct centry *ce,
 			const struct chunk_id *id, enum mb_class cls,
-			struct inflight **out)
+			uint32_t lo, uint32_t plen, struct inflight **out)
 {
 	struct inflight *in = calloc(1, sizeof(*in));
-	uint32_t size = cache_chunk_len(f->c, ce, id->n);
+	uint32_t size = plen ? plen : cache_chunk_len(f->c, ce, id->n);
 	bool nobudget = false;
 
 	if (!in)
@@ -342,7 +367,10 @@ static int start_locked(struct fetcher *f, struct centry *ce,
 	in->ce = ce;
 	in->id = *id;
 	in->key = id_key(id);
-	if (htab_get(&f->tab, in->key)) {
+	in->pages = plen > 0;
+	in->lo = lo;
+	in->plen = plen;
+	if (!in->pages && htab_get(&f->tab, in->key)) {
 		/* never two fetches of one chunk: the table holds one each */
 		log_err("chunk %u of file %016llx: already being fetched",
 			id->n, (unsigned long long)id->fid);
@@ -350,7 +378,7 @@ static int start_locked(struct fetcher *f, struct centry *ce,
 		free(in);
 		return -ENOMEM;
 	}
-	if ((!in->cb && !nobudget) || htab_put(&f->tab, in)) {
+	if ((!in->cb && !nobudget) || (!in->pages && htab_put(&f->tab, in))) {
 		chunkbuf_put(in->cb);
 		free(in);
 		return -ENOMEM;
@@ -395,8 +423,8 @@ static void submit(struct fetcher *f, struct inflight *in)
 	cache_ident(in->ce, &ci);
 	in->rd.key = ci.key;
 	in->rd.version = ci.version;
-	in->rd.off = (uint64_t)in->id.n * f->cs;
-	in->rd.len = cache_chunk_len(f->c, in->ce, in->id.n);
+	in->rd.off = (uint64_t)in->id.n * f->cs + in->lo;
+	in->rd.len = in_len(f, in);
 	in->rd.buf = in->cb->data;
 	in->rd.done = backend_done;
 	in->sent_us = now_us();
@@ -451,7 +479,7 @@ static uint64_t pending_bytes(struct fetcher *f, struct inflight **start,
 	int i;
 
 	for (i = 0; i < n; i++)
-		sum += cache_chunk_len(f->c, start[i]->ce, start[i]->id.n);
+		sum += in_len(f, start[i]);
 	return sum;
 }
 
@@ -465,6 +493,57 @@ static uint32_t ramp(unsigned readahead, uint32_t streak)
 	if (!streak)
 		return 0;
 	return streak > 6 ? readahead : MIN(readahead, 1u << streak);
+}
+
+/*
+ * The run of back-to-back reads slot @s has after a read of [@off, @end):
+ * one that reaches past the furthest end from at or before it extends
+ * it, one inside it (the kernel's requests overtake each other) keeps
+ * it, any other starts a new one.
+ */
+static uint64_t run_after(const struct seq_slot *s, uint64_t off,
+			  uint64_t end)
+{
+	if (off <= s->end && end > s->end)
+		return s->run + (end - s->end);
+	if (end <= s->end && off + s->run >= s->end)
+		return s->run;
+	return end - off;
+}
+
+/*
+ * Does a read starting at @off, in chunk @first, move a stream on: the
+ * chunk after the furthest one read, at most STREAM_GAP past the
+ * furthest end, after a run of RUN_STREAM bytes (a random reader landing
+ * there by chance, or a record's header and body, are no stream)?
+ */
+static bool moves_on(const struct seq_slot *s, uint32_t first, uint64_t off)
+{
+	return first == s->next && first > 0 && off <= s->end + STREAM_GAP &&
+	       s->run >= RUN_STREAM;
+}
+
+/*
+ * Should a read of [@off, @end) of @ci fetch only the pages it needs
+ * (--random-reads pages)?  Not at a file's start, nor in a run of
+ * back-to-back reads of RUN_WHOLE bytes or more, nor in a stream the
+ * read-ahead follows: those read on, their chunks are fetched whole.
+ */
+static bool page_read_locked(const struct fetcher *f,
+			     const struct cache_ident *ci, uint64_t off,
+			     uint64_t end)
+{
+	const struct seq_slot *s = &f->seq[ci->fid % SEQ_SLOTS];
+	uint32_t first = off / f->cs;
+
+	if (!f->page_reads || off == 0)
+		return false;
+	if (s->fid != ci->fid || s->gen != ci->gen)
+		return true;
+	/* what readahead_locked() will take for a stream */
+	if (s->streak || moves_on(s, first, off))
+		return false;
+	return run_after(s, off, end) < RUN_WHOLE;
 }
 
 /*
@@ -490,14 +569,17 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 		s->next = 0;
 		s->streak = 0;
 		s->end = 0;
+		s->run = 0;
 	}
-	if (first == s->next && first > 0 && off <= s->end + STREAM_GAP) {
+	if (moves_on(s, first, off)) {
 		s->streak++;
 	} else if (first >= s->next || first + 2 < s->next) {
 		s->streak = 0;		/* a jump: a new stream */
 		s->next = 0;
 		s->end = 0;
+		s->run = 0;
 	}
+	s->run = run_after(s, off, end);
 	s->next = MAX(s->next, last + 1);
 	s->end = MAX(s->end, end);
 	window = ramp(f->readahead, s->streak);
@@ -516,7 +598,7 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 			continue;
 		if (cache_claim(f->c, ce, n) != CH_ABSENT)
 			continue;
-		if (start_locked(f, ce, &id, MB_AHEAD, &in)) {
+		if (start_locked(f, ce, &id, MB_AHEAD, 0, 0, &in)) {
 			cache_abandon(f->c, ce, n);
 			break;		/* no memory for more: skipped */
 		}
@@ -542,7 +624,8 @@ static void serve(struct fetcher *f, struct centry *ce, uint64_t off,
 
 		if (bufs[i]) {
 			p[np++] = (struct fetch_piece){
-				.mem = bufs[i]->data + (pos - cstart),
+				.mem = bufs[i]->data +
+				       (pos - cstart - bufs[i]->base),
 				.len = pend - pos };
 		} else if (np && !p[np - 1].mem &&
 			   p[np - 1].off + p[np - 1].len == pos) {
@@ -685,13 +768,15 @@ static int wait_on_locked(struct fetcher *f, struct preq **prp,
  * Return: the memory mask; *@rc the plan's answer.
  */
 static uint32_t plan_locked(struct fetcher *f, struct centry *ce,
-			    const struct cache_ident *ci, uint32_t n0,
-			    uint32_t n1, size_t len, struct chunkbuf **bufs,
-			    int *st, int *rc)
+			    const struct cache_ident *ci, uint64_t off,
+			    uint32_t n0, uint32_t n1, size_t len,
+			    struct chunkbuf **bufs, int *st, int *rc)
 {
 	uint32_t n, i, skip = 0;
+	bool pages;
 
 	pthread_mutex_lock(&f->lock);
+	pages = page_read_locked(f, ci, off, off + len);
 	for (n = n0, i = 0; n <= n1; n++, i++) {
 		struct chunk_id id = chunk_of(ci, n);
 		struct chunkbuf *cb = mem_chunk_locked(f, &id);
@@ -701,7 +786,7 @@ static uint32_t plan_locked(struct fetcher *f, struct centry *ce,
 			skip |= 1u << i;
 		}
 	}
-	*rc = cache_read_plan(f->c, ce, n0, n1, skip, len, st);
+	*rc = cache_read_plan(f->c, ce, n0, n1, skip, off, len, pages, st);
 	if (*rc) {
 		pthread_mutex_unlock(&f->lock);
 		for (i = 0; i <= n1 - n0; i++) {
@@ -710,6 +795,20 @@ static uint32_t plan_locked(struct fetcher *f, struct centry *ce,
 		}
 	}
 	return skip;
+}
+
+/* start fetching the pages of chunk @n that a read of [@off, @off +
+ * @len) needs (the plan said CH_PAGES) */
+static int start_pages_locked(struct fetcher *f, struct centry *ce,
+			      const struct cache_ident *ci, uint32_t n,
+			      uint64_t off, size_t len, struct inflight **in)
+{
+	struct chunk_id id = chunk_of(ci, n);
+	uint32_t lo, hi;
+
+	cache_page_span(f->cs, cache_chunk_len(f->c, ce, n), n, off, len,
+			&lo, &hi);
+	return start_locked(f, ce, &id, MB_DEMAND, lo, hi - lo, in);
 }
 
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
@@ -738,7 +837,8 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	if (nn > MAX_READ_CHUNKS || n1 >= ci.nchunks)
 		return -EINVAL;
 	/* chunks from an earlier run are checked before anything is served */
-	while ((skip = plan_locked(f, ce, &ci, n0, n1, len, bufs, st, &rc)),
+	while ((skip = plan_locked(f, ce, &ci, off, n0, n1, len, bufs, st,
+				   &rc)),
 	       rc == 1) {
 		if (++tries > 16)
 			return -EIO;
@@ -772,13 +872,24 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 			rc = -EIO;	/* cannot happen: the plan said none */
 			break;
 		}
+		if (st[i] == CH_PAGES) {
+			rc = start_pages_locked(f, ce, &ci, n, off, len, &in);
+			if (rc)
+				break;
+			if (in->cb)
+				start[nstart++] = in;
+			else
+				memwait = true;
+			rc = wait_on_locked(f, &pr, in, &proto, nn);
+			continue;
+		}
 		in = inflight_find_locked(f, &id);
 		if (st[i] == CH_ABSENT) {
 			if (failed_lately_locked(f, id_key(&id))) {
 				rc = -EIO;	/* its last read failed just now */
 				break;
 			}
-			rc = start_locked(f, ce, &id, MB_DEMAND, &in);
+			rc = start_locked(f, ce, &id, MB_DEMAND, 0, 0, &in);
 			if (rc)
 				break;
 			claimed &= ~(1u << i);	/* the fetch ends the claim */
@@ -903,9 +1014,26 @@ static void retry_later(struct fetcher *f, struct inflight *in, ssize_t ret,
 	pthread_mutex_unlock(&f->qlock);
 }
 
+/* a random read's pages arrived: answer its reader, then store them */
+static void complete_pages(struct fetcher *f, struct inflight *in)
+{
+	struct preq *ready;
+	int rc;
+
+	stat_inc(f->st, page_reads);
+	in->cb->base = in->lo;
+	pthread_mutex_lock(&f->lock);
+	in->ready = true;
+	ready = wake_locked(in, 0);
+	pthread_mutex_unlock(&f->lock);
+	finish_all(f, ready);		/* answer first, persist after */
+	rc = cache_store_pages(f->c, in->ce, in->id.n, in->lo, in->cb);
+	inflight_free(f, in, rc == 0);
+}
+
 static void complete(struct fetcher *f, struct inflight *in)
 {
-	uint32_t want = cache_chunk_len(f->c, in->ce, in->id.n);
+	uint32_t want = in_len(f, in);
 	struct cache_ident ci;
 	ssize_t ret = in->ret;
 	struct preq *ready;
@@ -933,12 +1061,14 @@ static void complete(struct fetcher *f, struct inflight *in)
 		/* settle the chunk first: a new reader must start afresh
 		 * (but for FAILED_MS if one waited, unless it changed) */
 		pthread_mutex_lock(&f->lock);
-		if (ret != -ESTALE && in->waiters)
+		if (ret != -ESTALE && in->waiters && !in->pages)
 			note_failed_locked(f, in->key,
 					   (now_us() - in->first_us) / 1000);
 		ready = wake_locked(in, -EIO);
-		htab_del(&f->tab, in->key);
-		cache_abandon(f->c, in->ce, in->id.n);
+		if (!in->pages) {
+			htab_del(&f->tab, in->key);
+			cache_abandon(f->c, in->ce, in->id.n);
+		}
 		pthread_mutex_unlock(&f->lock);
 		finish_all(f, ready);
 		inflight_free(f, in, false);
@@ -951,6 +1081,10 @@ static void complete(struct fetcher *f, struct inflight *in)
 	in->cb->len = ret;
 	/* zero the O_DIRECT padding so the cache file holds no garbage */
 	memset(in->cb->data + ret, 0, ((ret + 4095) & ~4095L) - ret);
+	if (in->pages) {
+		complete_pages(f, in);
+		return;
+	}
 	sum = hash64(in->cb->data, ret, 0);
 
 	pthread_mutex_lock(&f->lock);
@@ -1017,7 +1151,7 @@ static void memwait_run(struct fetcher *f)
 	pthread_mutex_lock(&f->lock);
 	while (f->mwhead && n < (int)ARRAY_SIZE(go)) {
 		struct inflight *in = f->mwhead;
-		uint32_t size = cache_chunk_len(f->c, in->ce, in->id.n);
+		uint32_t size = in_len(f, in);
 
 		if (!charge_locked(f, MB_DEMAND, size)) {
 			if (atomic_load(&f->inflight) > f->nmemwait)
@@ -1104,6 +1238,7 @@ int fetch_create(struct fetcher **out, struct cache *c, struct backend *be,
 	f->st = st;
 	f->cs = cache_chunk_size(c);
 	f->readahead = cf->readahead;
+	f->page_reads = cf->page_reads;
 	f->max_inflight = cf->max_inflight;
 	f->retries = cf->retries;
 	f->failed_ms = FAILED_MS;
@@ -1405,7 +1540,7 @@ static int fetch_ahead(struct fetcher *f, struct centry *ce, uint32_t n,
 	}
 	if (cache_claim(f->c, ce, n) != CH_ABSENT)
 		goto out;
-	rc = start_locked(f, ce, &id, MB_AHEAD, &in);
+	rc = start_locked(f, ce, &id, MB_AHEAD, 0, 0, &in);
 	if (rc) {
 		cache_abandon(f->c, ce, n);
 		goto out;			/* -EBUSY: no memory now */

@@ -96,8 +96,10 @@ def test_peak_rss_under_the_limit(mounter, src, tmp_path, hooks):
     # (POSIX_FADV_RANDOM: the kernel asks for just that page), all misses
     # at once (no read-ahead: a reader read-ahead opens only as it moves
     # on from chunk to chunk, which a held backend never lets it)
+    # (--random-reads chunks: each page read takes a whole chunk's buffer)
     m = mounter("--chunk-size", "4M", "--cache-size", CACHE,
                 "--memory-limit", "512M", "--passthrough", "off",
+                "--random-reads", "chunks",
                 cache=str(tmp_path / "cache2"), env=hooks.env)
     hooks.close("file-read")
     data = {n: rnd(SIZE, i) for i, n in enumerate(names)}

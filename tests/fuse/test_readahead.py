@@ -1,6 +1,7 @@
 """Read-ahead follows streams, not pairs of reads: a record reader (a
 small header, then the body right after it, at random offsets) gets
-none, a reader moving on chunk by chunk gets a window that grows to
+none and fetches only the pages it reads (--random-reads pages), a
+reader moving on chunk by chunk gets a window that grows to
 --readahead. The kernel's own read-ahead is turned off for the file
 (POSIX_FADV_RANDOM) so that the daemon sees the reads as made."""
 
@@ -37,6 +38,42 @@ def test_records_at_random_offsets_fetch_only_their_chunks(mounter, src):
     st = m.stats()
     assert st["readahead_chunks"] == 0, st
     assert st["bytes_from_backend"] <= len(touched) * MIB, (st, len(touched))
+    # each record's pages: at most one page more at each end
+    read = len(offs) * (512 + (100 << 10))
+    assert st["bytes_from_backend"] <= read + len(offs) * 3 * 4096, st
+    assert st["page_reads"] >= len(offs), st
+
+
+def test_random_pages_of_a_file_four_times_the_cache(mounter, src):
+    """4 KiB reads at random offsets of a 32 MiB file through an 8 MiB
+    cache fetch their pages (no chunk), the stored ones are served again
+    from the cache file, then the whole file reads right"""
+    data = random.Random(4).randbytes(32 * MIB)
+    put(src, {"big": data})
+    m = mounter("--cache-size", "8M", "--readahead", "8")
+    rng = random.Random(5)
+    offs = [rng.randrange(0, len(data) // 4096) * 4096 for _ in range(300)]
+    fd = os.open(m.path("big"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for off in offs:
+            assert os.pread(fd, 4096, off) == data[off:off + 4096], off
+        st = m.stats()
+        assert st["bytes_from_backend"] == 4096 * len(set(offs)), st
+        assert st["chunks_stored"] == 0, st
+        assert st["page_bytes_stored"] == st["bytes_from_backend"], st
+        for off in offs[:50]:           # stored: served by the cache
+            assert os.pread(fd, 4096, off) == data[off:off + 4096], off
+        assert m.stats()["bytes_from_backend"] == st["bytes_from_backend"]
+        got = bytearray()
+        for off in range(0, len(data), 1 << 17):
+            got += os.pread(fd, 1 << 17, off)
+        assert got == data
+    finally:
+        os.close(fd)
+    with open(m.path(".fusefs/stats")) as f:
+        text = dict(line.split(maxsplit=1) for line in f if " " in line)
+    assert int(text["cache_bytes_used"]) <= 8 * MIB, text
 
 
 def test_a_stream_gets_a_growing_window(mounter, src):

@@ -86,6 +86,14 @@ static inline void env_init(struct env *e, uint64_t cache_size, unsigned readahe
 	env_init_ahead(e, cache_size, readahead, mode, 0);
 }
 
+/* env_random_reads() - --random-reads pages (@pages) or chunks from now */
+static inline void env_random_reads(struct env *e, bool pages)
+{
+	fetch_destroy(e->fetch);
+	e->cf.page_reads = pages;
+	CHECK_INT(fetch_create(&e->fetch, e->cache, e->be, &e->cf, &e->st), ==, 0);
+}
+
 static inline void env_fini(struct env *e)
 {
 	char cmd[128];

@@ -53,6 +53,7 @@ static void test_single_flight(void)
 	int i;
 
 	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	env_random_reads(&e, false);	/* whole chunks: one read for all */
 	mem_put(e.be, "big", data, 3 * CS);
 	ce = attach(&e, "big", NULL);
 	mem_hold(e.be);
@@ -83,13 +84,20 @@ static void test_readahead(void)
 	struct centry *ce;
 
 	env_init(&e, 64 * CS, 3, READ_DIRECT);
+	env_random_reads(&e, false);	/* whole chunks: backend reads counted */
 	mem_put(e.be, "seq", data, 12 * CS);
 	ce = attach(&e, "seq", NULL);
 	/* reads within one chunk, a header and then its body, are no stream */
 	CHECK_INT(do_read(&e, ce, 0, 512, got), ==, 512);
 	CHECK_INT(do_read(&e, ce, 512, 100 << 10, got), ==, 100 << 10);
 	CHECK_INT(e.st.readahead_chunks, ==, 0);
-	/* moving on to the next chunk is: two chunks ahead (2, 3) */
+	/* nor is a jump from there */
+	CHECK_INT(do_read(&e, ce, 10 * CS + 8192, 4096, got), ==, 4096);
+	CHECK_INT(e.st.readahead_chunks, ==, 0);
+	/* moving on to the next chunk after a run of reads is: two chunks
+	 * ahead (2, 3) */
+	CHECK_INT(do_read(&e, ce, 512 + (100 << 10), CS - 512 - (100 << 10),
+			  got), ==, CS - 512 - (100 << 10));
 	CHECK_INT(do_read(&e, ce, CS, 4096, got), ==, 4096);
 	CHECK_INT(e.st.readahead_chunks, ==, 2);
 	/* a request of the stream overtaken by the next keeps it */
@@ -174,6 +182,7 @@ static void test_memory_bound(void)
 	env_init(&e, 64 * CS, 2, READ_DIRECT);
 	env_stop(&e);
 	e.cf.memory_limit = 4 * CS;
+	e.cf.page_reads = false;	/* whole-chunk buffers */
 	env_start(&e);
 	mem_put(e.be, "wide", data, 12 * CS);
 	ce = attach(&e, "wide", NULL);
