@@ -6,7 +6,8 @@ benchmark: a file:// source on local disk, no Ceph, no ceph-fuse yet.
 Workloads, each on a fresh cache directory per mount, every byte checked:
   tokens   a token file of --token-mib MiB, --samples samples of 8,196 bytes (2,049 uint32
            tokens) at sample-aligned offsets in a seeded shuffled order, read through
-           np.memmap by 4 threads, --epochs epochs, at --cache-size = the file / 2;
+           np.memmap by 4 threads (--madvise random: the mapping advised MADV_RANDOM),
+           --epochs epochs, at --cache-size = the file / 2;
   records  --records records at seeded random offsets of a --record-file-mib MiB file: a
            512-byte header read, then the 100 KiB body right after it (plain reads);
   seq      --seq-files files of --seq-mib MiB read whole, cold, 1 MiB reads, one reader.
@@ -49,11 +50,16 @@ def make_file(path, size, seed):
             left -= n
 
 
-def tokens_epoch(path, order, threads=4):
-    """read the samples of @order (sample numbers) through np.memmap, 4 threads;
-    returns (seconds, wrong samples) checked against the source's bytes"""
+def tokens_epoch(path, order, threads=4, advice="normal"):
+    """read the samples of @order (sample numbers) through np.memmap, 4 threads,
+    the mapping madvise()d MADV_RANDOM if @advice is "random" (no read-around
+    of faults); returns (seconds, wrong samples) checked against the source's
+    bytes"""
+    import mmap
     import numpy as np
     mm = np.memmap(path, dtype=np.uint32, mode="r")
+    if advice == "random":
+        mm._mmap.madvise(mmap.MADV_RANDOM)
     wrong = []
     parts = [order[k::threads] for k in range(threads)]
     sums = {}
@@ -139,6 +145,9 @@ def main():
     ap.add_argument("--token-mib", type=int, default=512)
     ap.add_argument("--samples", type=int, default=3000)
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--madvise", choices=("normal", "random"), default="normal",
+                    help="advice for the token file's mapping (random: the kernel "
+                    "asks only for the faulting page, no read-around)")
     ap.add_argument("--record-file-mib", type=int, default=256)
     ap.add_argument("--records", type=int, default=300)
     ap.add_argument("--seq-files", type=int, default=4)
@@ -200,7 +209,7 @@ def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
         bl.drop_caches(1)
         ep = []
         for e, order in enumerate(orders):
-            dt, sums = tokens_epoch(tok, order)
+            dt, sums = tokens_epoch(tok, order, advice=a.madvise)
             check(want, "tokens%d" % e, sums)
             ep.append({"s": dt, "backend": 0})
         res[name]["tokens"].append(ep)
@@ -218,7 +227,8 @@ def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
         bl.drop_caches(1)
         ep, before = [], 0
         for e, order in enumerate(orders):
-            dt, sums = tokens_epoch(os.path.join(m.mnt, "tokens.bin"), order)
+            dt, sums = tokens_epoch(os.path.join(m.mnt, "tokens.bin"), order,
+                                    advice=a.madvise)
             check(want, "tokens%d" % e, sums)
             now = m.backend_bytes()
             ep.append({"s": dt, "backend": now - before})

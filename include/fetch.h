@@ -4,9 +4,9 @@
  *
  * fetch_read() answers a read of an open file.  The fetcher keeps its
  * own state (the chunks in flight and their waiters, a bounded set of
- * chunks in memory, each file's sequential-read position) under the
- * fetch lock, and changes a chunk's state only through the cache's
- * claim / store / abandon calls (cache.h).  A hit is served inline
+ * chunks in memory, the sequential state of readers without their own)
+ * under the fetch lock, and changes a chunk's state only through the
+ * cache's claim / store / abandon calls (cache.h).  A hit is served inline
  * on the caller's thread.  A miss never blocks the caller: the request
  * is parked on the chunks it needs, each missing chunk is fetched once
  * however many readers wait for it (single flight), and the completion
@@ -17,6 +17,9 @@
  * open none: a record's header and then its body is no stream), as far as
  * max_inflight and the link's bound allow (linkrate.h: the bytes of all
  * reads in flight within what the backend delivers in --ahead-time).
+ * A read that is no stream fetches only the 4 KiB pages it needs
+ * (--random-reads pages).  Streams are followed per open file handle
+ * (struct fetch_stream, given by the caller), or per file.
  *
  * Failed backend reads are retried `retries` times with exponential
  * backoff (100 ms, 200 ms, ... capped at 2 s), then answered with EIO.
@@ -50,6 +53,20 @@ struct fetch_piece {
 	int fd;
 	uint64_t off;
 	size_t len;
+};
+
+/*
+ * The sequential state of one reader: a file handle's, kept by its owner
+ * (zeroed at open) and changed only by fetch_read_as() under the fetch
+ * lock.  Private to fetch.c but for its size.
+ */
+struct fetch_stream {
+	uint64_t fid, gen;
+	uint32_t next;			/* chunk a sequential reader reads next */
+	uint32_t streak;		/* chunks it moved on one by one */
+	uint64_t end;			/* the furthest byte a read ended at */
+	uint64_t run;			/* bytes read back to back up to end */
+	bool seq;			/* a stream: chunks fetched whole */
 };
 
 /*
@@ -95,6 +112,11 @@ void fetch_on_stale(struct fetcher *f, void (*fn)(void *arg, uint64_t fid),
  */
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg);
+/* fetch_read_as() - the same for the reader whose sequential state is
+ * @st (NULL: the file's, as fetch_read()) */
+int fetch_read_as(struct fetcher *f, struct centry *ce,
+		  struct fetch_stream *st, uint64_t off, size_t size,
+		  fetch_done_fn done, void *arg);
 
 /*
  * fetch_set_failure_memory() - how long at most a chunk whose backend

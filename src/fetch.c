@@ -93,14 +93,6 @@ struct preq {
 	struct chunkbuf *bufs[];	/* nn entries, NULL: read from disk */
 };
 
-struct seq_slot {
-	uint64_t fid, gen;
-	uint32_t next;			/* chunk a sequential reader reads next */
-	uint32_t streak;		/* chunks it moved on one by one */
-	uint64_t end;			/* the furthest byte a read ended at */
-	uint64_t run;			/* bytes read back to back up to end */
-};
-
 /* a read starting at most this far past the stream's end continues it */
 #define STREAM_GAP	(1u << 20)
 /*
@@ -112,6 +104,14 @@ struct seq_slot {
 /* a reader moves on to the next chunk as a stream only after a run of
  * back-to-back reads of at least this many bytes */
 #define RUN_STREAM	(256u << 10)
+/*
+ * The kernel's read-ahead window (bdi.c raises it to 4 MiB): its
+ * requests reach the daemon in any order, so a reader's first reads
+ * anywhere in its first SEQ_WINDOW bytes start a stream (the file's
+ * start), and a stream goes on while reads stay within SEQ_WINDOW of its
+ * furthest end.
+ */
+#define SEQ_WINDOW	(4u << 20)
 
 struct fetcher {
 	struct cache *c;
@@ -148,7 +148,7 @@ struct fetcher {
 	struct htab tab;		/* chunk_key -> inflight */
 	struct memchunks mem;
 	struct stageset staged;		/* fetch_stage(): until the last close */
-	struct seq_slot seq[SEQ_SLOTS];
+	struct fetch_stream seq[SEQ_SLOTS];	/* readers without their own */
 	/* demand reads waiting for the memory budget (no buffer, not sent) */
 	struct inflight *mwhead, *mwtail;
 	unsigned nmemwait;
@@ -501,7 +501,7 @@ static uint32_t ramp(unsigned readahead, uint32_t streak)
  * it, one inside it (the kernel's requests overtake each other) keeps
  * it, any other starts a new one.
  */
-static uint64_t run_after(const struct seq_slot *s, uint64_t off,
+static uint64_t run_after(const struct fetch_stream *s, uint64_t off,
 			  uint64_t end)
 {
 	if (off <= s->end && end > s->end)
@@ -517,29 +517,46 @@ static uint64_t run_after(const struct seq_slot *s, uint64_t off,
  * furthest end, after a run of RUN_STREAM bytes (a random reader landing
  * there by chance, or a record's header and body, are no stream)?
  */
-static bool moves_on(const struct seq_slot *s, uint32_t first, uint64_t off)
+static bool moves_on(const struct fetch_stream *s, uint32_t first, uint64_t off)
 {
 	return first == s->next && first > 0 && off <= s->end + STREAM_GAP &&
 	       s->run >= RUN_STREAM;
 }
 
+/* is @s a reader of @ci that has read nothing yet */
+static bool fresh(const struct fetch_stream *s, const struct cache_ident *ci)
+{
+	return s->fid != ci->fid || s->gen != ci->gen;
+}
+
+/* is a read at @off within a stream's reach (SEQ_WINDOW either side of
+ * its furthest end) */
+static bool near_end(const struct fetch_stream *s, uint64_t off)
+{
+	return off + SEQ_WINDOW >= s->end && off <= s->end + SEQ_WINDOW;
+}
+
 /*
  * Should a read of [@off, @end) of @ci fetch only the pages it needs
- * (--random-reads pages)?  Not at a file's start, nor in a run of
- * back-to-back reads of RUN_WHOLE bytes or more, nor in a stream the
- * read-ahead follows: those read on, their chunks are fetched whole.
+ * (--random-reads pages)?  Not at a file's start (a reader's first reads
+ * within SEQ_WINDOW of it), nor near the end of a stream (one that began
+ * there, ran RUN_WHOLE bytes back to back, or moved on chunk by chunk),
+ * nor a read that makes a stream: those read on, their chunks are
+ * fetched whole.
  */
 static bool page_read_locked(const struct fetcher *f,
+			     const struct fetch_stream *s,
 			     const struct cache_ident *ci, uint64_t off,
 			     uint64_t end)
 {
-	const struct seq_slot *s = &f->seq[ci->fid % SEQ_SLOTS];
 	uint32_t first = off / f->cs;
 
 	if (!f->page_reads || off == 0)
 		return false;
-	if (s->fid != ci->fid || s->gen != ci->gen)
-		return true;
+	if (fresh(s, ci))
+		return off >= SEQ_WINDOW;
+	if (s->seq && near_end(s, off))
+		return false;
 	/* what readahead_locked() will take for a stream */
 	if (s->streak || moves_on(s, first, off))
 		return false;
@@ -554,22 +571,24 @@ static bool page_read_locked(const struct fetcher *f,
  * before (the kernel's requests of a stream overtake each other) keeps
  * it; any other begins a new one.
  */
-static int readahead_locked(struct fetcher *f, struct centry *ce,
-			    const struct cache_ident *ci, uint64_t off,
-			    uint64_t end, struct inflight **start, int nstart,
-			    int max)
+static int readahead_locked(struct fetcher *f, struct fetch_stream *s,
+			    struct centry *ce, const struct cache_ident *ci,
+			    uint64_t off, uint64_t end, struct inflight **start,
+			    int nstart, int max)
 {
 	uint32_t first = off / f->cs, last = (end - 1) / f->cs;
-	struct seq_slot *s = &f->seq[ci->fid % SEQ_SLOTS];
 	uint32_t n, window;
 
-	if (s->fid != ci->fid || s->gen != ci->gen) {
+	if (fresh(s, ci)) {
 		s->fid = ci->fid;
 		s->gen = ci->gen;
 		s->next = 0;
 		s->streak = 0;
 		s->end = 0;
 		s->run = 0;
+		s->seq = off < SEQ_WINDOW;
+	} else if (!near_end(s, off)) {
+		s->seq = false;
 	}
 	if (moves_on(s, first, off)) {
 		s->streak++;
@@ -582,6 +601,8 @@ static int readahead_locked(struct fetcher *f, struct centry *ce,
 	s->run = run_after(s, off, end);
 	s->next = MAX(s->next, last + 1);
 	s->end = MAX(s->end, end);
+	if (s->streak || s->run >= RUN_WHOLE || off == 0)
+		s->seq = true;
 	window = ramp(f->readahead, s->streak);
 	for (n = last + 1; n <= last + window && n < ci->nchunks &&
 	     nstart < max; n++) {
@@ -767,16 +788,16 @@ static int wait_on_locked(struct fetcher *f, struct preq **prp,
  * plan says 1 (an earlier run's chunk to verify first) or fails.
  * Return: the memory mask; *@rc the plan's answer.
  */
-static uint32_t plan_locked(struct fetcher *f, struct centry *ce,
-			    const struct cache_ident *ci, uint64_t off,
-			    uint32_t n0, uint32_t n1, size_t len,
+static uint32_t plan_locked(struct fetcher *f, struct fetch_stream *s,
+			    struct centry *ce, const struct cache_ident *ci,
+			    uint64_t off, uint32_t n0, uint32_t n1, size_t len,
 			    struct chunkbuf **bufs, int *st, int *rc)
 {
 	uint32_t n, i, skip = 0;
 	bool pages;
 
 	pthread_mutex_lock(&f->lock);
-	pages = page_read_locked(f, ci, off, off + len);
+	pages = page_read_locked(f, s, ci, off, off + len);
 	for (n = n0, i = 0; n <= n1; n++, i++) {
 		struct chunk_id id = chunk_of(ci, n);
 		struct chunkbuf *cb = mem_chunk_locked(f, &id);
@@ -814,6 +835,13 @@ static int start_pages_locked(struct fetcher *f, struct centry *ce,
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg)
 {
+	return fetch_read_as(f, ce, NULL, off, size, done, arg);
+}
+
+int fetch_read_as(struct fetcher *f, struct centry *ce,
+		  struct fetch_stream *s, uint64_t off, size_t size,
+		  fetch_done_fn done, void *arg)
+{
 	struct chunkbuf *bufs[MAX_READ_CHUNKS] = { NULL };
 	struct inflight *start[MAX_READ_CHUNKS + 64];
 	int st[MAX_READ_CHUNKS];
@@ -837,7 +865,9 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	if (nn > MAX_READ_CHUNKS || n1 >= ci.nchunks)
 		return -EINVAL;
 	/* chunks from an earlier run are checked before anything is served */
-	while ((skip = plan_locked(f, ce, &ci, off, n0, n1, len, bufs, st,
+	if (!s)
+		s = &f->seq[ci.fid % SEQ_SLOTS];
+	while ((skip = plan_locked(f, s, ce, &ci, off, n0, n1, len, bufs, st,
 				   &rc)),
 	       rc == 1) {
 		if (++tries > 16)
@@ -911,7 +941,7 @@ int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 		if (claimed >> i & 1)
 			cache_abandon(f->c, ce, n0 + i);
 	if (!rc)
-		nstart = readahead_locked(f, ce, &ci, off, off + len, start,
+		nstart = readahead_locked(f, s, ce, &ci, off, off + len, start,
 					  nstart, ARRAY_SIZE(start));
 	if (pr) {
 		memcpy(pr->bufs, bufs, nn * sizeof(bufs[0]));

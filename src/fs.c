@@ -501,6 +501,7 @@ struct fs_file {
 	struct centry *ce;
 	uid_t uid;
 	bool pt_held;		/* holds the file (cache_passthrough_fd()) */
+	struct fetch_stream stream;	/* this reader's, fetch_read_as() */
 };
 
 void fs_handle_add(struct fs *fs, struct fs_handle *h,
@@ -538,6 +539,11 @@ static void fs_handles_drop(struct fs *fs)
 static struct centry *file_entry(const struct fuse_file_info *fi)
 {
 	return ((struct fs_file *)(uintptr_t)fi->fh)->ce;
+}
+
+static struct fetch_stream *file_stream(const struct fuse_file_info *fi)
+{
+	return &((struct fs_file *)(uintptr_t)fi->fh)->stream;
 }
 
 /* a passthrough open's hold on its file ends (before fetch_close()) */
@@ -754,8 +760,8 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fs_ctl_read(req, size, off, fi);
 		return;
 	}
-	rc = fetch_read(fs->d->fetch, file_entry(fi), off, size, read_done,
-			req);
+	rc = fetch_read_as(fs->d->fetch, file_entry(fi), file_stream(fi), off,
+			   size, read_done, req);
 	if (rc < 0)
 		fs_reply_err(req, rc);
 }

@@ -20,7 +20,8 @@ def test_records_at_random_offsets_fetch_only_their_chunks(mounter, src):
     rng = random.Random(2)
     offs, end = [], -(8 * MIB)
     while len(offs) < 24:               # each more than 2 MiB from the last
-        off = rng.randrange(0, len(data) - (101 << 10))
+        # past the first 4 MiB: a reader's first reads there start a stream
+        off = rng.randrange(4 * MIB, len(data) - (101 << 10))
         if abs(off - end) > 2 * MIB:
             offs.append(off)
             end = off + 512 + (100 << 10)
@@ -52,7 +53,9 @@ def test_random_pages_of_a_file_four_times_the_cache(mounter, src):
     put(src, {"big": data})
     m = mounter("--cache-size", "8M", "--readahead", "8")
     rng = random.Random(5)
-    offs = [rng.randrange(0, len(data) // 4096) * 4096 for _ in range(300)]
+    # past the first 4 MiB: a reader's first reads there start a stream
+    offs = [rng.randrange(4 * MIB // 4096, len(data) // 4096) * 4096
+            for _ in range(300)]
     fd = os.open(m.path("big"), os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
@@ -97,3 +100,30 @@ def test_a_stream_gets_a_growing_window(mounter, src):
     # every chunk from the backend once, most of them ahead of the reader
     assert st["bytes_from_backend"] == len(data), st
     assert st["readahead_chunks"] >= 16, st
+
+
+def test_each_open_file_has_its_own_stream(mounter, src):
+    """a sequential reader and a random reader of the same file, their
+    reads interleaved: the sequential one stays a stream (whole chunks,
+    read-ahead), the random one fetches pages; with one state per file,
+    each random read would end the stream"""
+    data = random.Random(6).randbytes(64 * MIB)
+    put(src, {"shared": data})
+    m = mounter("--readahead", "8", "--chunk-size", "1M")
+    rng = random.Random(7)
+    pages = rng.sample(range(32 * MIB // 4096, 64 * MIB // 4096), 64)
+    seq = os.open(m.path("shared"), os.O_RDONLY)
+    rnd = os.open(m.path("shared"), os.O_RDONLY)
+    try:
+        for fd in (seq, rnd):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for k, off in enumerate(range(0, 8 * MIB, 128 << 10)):
+            assert os.pread(seq, 128 << 10, off) == data[off:off + (128 << 10)]
+            p = pages[k] * 4096
+            assert os.pread(rnd, 4096, p) == data[p:p + 4096]
+    finally:
+        os.close(seq)
+        os.close(rnd)
+    st = m.stats()
+    assert st["page_reads"] == 64, st
+    assert st["readahead_chunks"] >= 8, st

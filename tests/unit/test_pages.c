@@ -9,6 +9,8 @@
 #include "cachenv.h"
 
 #define PG 4096
+/* past a reader's first 4 MiB, which start a stream (SEQ_WINDOW) */
+#define FAR (4 * CS)
 
 static uint64_t fid_of(const char *key)
 {
@@ -30,12 +32,12 @@ static void read_check(struct env *e, struct centry *ce, const char *data,
 static void test_random_read_fetches_its_pages(void)
 {
 	struct env e;
-	char *data = pattern(3 * CS, 11);
-	uint64_t off = CS + 2 * PG + 100;
+	char *data = pattern(6 * CS, 11);
+	uint64_t off = FAR + CS + 2 * PG + 100;
 	struct centry *ce;
 
 	env_init(&e, 64 * CS, 8, READ_DIRECT);
-	mem_put(e.be, "tokens", data, 3 * CS);
+	mem_put(e.be, "tokens", data, 6 * CS);
 	ce = attach(&e, "tokens", NULL);
 	/* 8,196 bytes from 100 bytes into a page: three pages */
 	read_check(&e, ce, data, off, 8196);
@@ -45,24 +47,21 @@ static void test_random_read_fetches_its_pages(void)
 	CHECK_INT(e.st.readahead_chunks, ==, 0);
 	CHECK_INT(e.st.page_bytes_stored, ==, 3 * PG);
 	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 3 * PG);
-	CHECK_INT(cache_chunk_state(e.cache, ce, 1), ==, CH_ABSENT);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 5), ==, CH_ABSENT);
 	/* again, and a part of it: from the cache file */
 	read_check(&e, ce, data, off, 8196);
 	read_check(&e, ce, data, off + 4000, 4000);
 	CHECK_INT(mem_reads(e.be), ==, 1);
 	CHECK_INT(e.st.bytes_from_disk, ==, 8196 + 4000);
-	/* one page more than stored: the read's pages again (4 of them) */
+	/* on past what is stored: the read's two pages */
 	read_check(&e, ce, data, off + 8196, 4096);
 	CHECK_INT(mem_reads(e.be), ==, 2);
 	CHECK_INT(e.st.bytes_from_backend, ==, 3 * PG + 2 * PG);
 	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 4 * PG);
-	/* a stream from the start: whole chunks, chunk 1's pages with it */
-	read_check(&e, ce, data, 0, CS);
-	read_check(&e, ce, data, CS, 256 << 10);
-	fetch_drain(e.fetch);
-	CHECK_INT(cache_chunk_state(e.cache, ce, 1), ==, CH_PRESENT);
-	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==,
-		  cache_missing(e.cache, ce) ? 2 * CS : 3 * CS);
+	/* a stream from the start: whole chunks, chunk 5's pages with it */
+	read_check(&e, ce, data, 0, 6 * CS);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 5), ==, CH_PRESENT);
+	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 6 * CS);
 	cache_detach(e.cache, ce);
 	env_fini(&e);
 	free(data);
@@ -72,12 +71,12 @@ static void test_random_read_fetches_its_pages(void)
 static void test_header_then_body_reads_no_chunk(void)
 {
 	struct env e;
-	char *data = pattern(4 * CS, 12);
-	uint64_t off = 2 * CS + 123456;
+	char *data = pattern(8 * CS, 12);
+	uint64_t off = FAR + 2 * CS + 123456;
 	struct centry *ce;
 
 	env_init(&e, 64 * CS, 8, READ_DIRECT);
-	mem_put(e.be, "records", data, 4 * CS);
+	mem_put(e.be, "records", data, 8 * CS);
 	ce = attach(&e, "records", NULL);
 	read_check(&e, ce, data, off, 512);
 	read_check(&e, ce, data, off + 512, 100 << 10);
@@ -97,8 +96,8 @@ static void test_a_run_of_reads_becomes_whole_chunks(void)
 {
 	struct env e;
 	uint32_t cs = 4U << 20;
-	char *data = pattern(3 * cs, 13);
-	uint64_t off = cs / 4, step = 128 << 10;
+	char *data = pattern(4 * cs, 13);
+	uint64_t off = cs + cs / 4, step = 128 << 10;
 	struct centry *ce;
 	int i;
 
@@ -106,22 +105,52 @@ static void test_a_run_of_reads_becomes_whole_chunks(void)
 	env_stop(&e);
 	e.cf.chunk_size = cs;
 	env_start(&e);
-	mem_put(e.be, "stream", data, 3 * cs);
+	mem_put(e.be, "stream", data, 4 * cs);
 	ce = attach(&e, "stream", NULL);
 	for (i = 0; i < 8; i++)
 		read_check(&e, ce, data, off + i * step, step);
-	/* seven reads as pages, the eighth ran 1 MiB: chunk 0 whole */
+	/* seven reads as pages, the eighth ran 1 MiB: chunk 1 whole */
 	CHECK_INT(e.st.page_reads, ==, 7);
-	CHECK_INT(cache_chunk_state(e.cache, ce, 0), ==, CH_PRESENT);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 1), ==, CH_PRESENT);
 	CHECK_INT(cache_file_bytes(e.cache, fid_of("stream")), ==, cs);
-	/* a jump to the last 256 KiB of chunk 1: pages... */
-	read_check(&e, ce, data, 2 * cs - 2 * step, step);
-	read_check(&e, ce, data, 2 * cs - step, step);
+	/* a jump to the last 256 KiB of chunk 2: pages... */
+	read_check(&e, ce, data, 3 * cs - 2 * step, step);
+	read_check(&e, ce, data, 3 * cs - step, step);
 	CHECK_INT(e.st.page_reads, ==, 9);
 	/* ...and that run moving on to the next chunk is a stream */
-	read_check(&e, ce, data, 2 * cs, step);
+	read_check(&e, ce, data, 3 * cs, step);
 	CHECK_INT(e.st.page_reads, ==, 9);
-	CHECK_INT(cache_chunk_state(e.cache, ce, 2), ==, CH_PRESENT);
+	CHECK_INT(cache_chunk_state(e.cache, ce, 3), ==, CH_PRESENT);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+}
+
+/*
+ * The kernel's read-ahead requests of a stream reach the daemon in any
+ * order: a reader's first reads anywhere in its first 4 MiB, and reads
+ * within 4 MiB of a stream's furthest end, fetch whole chunks; a read
+ * far from it fetches pages.
+ */
+static void test_out_of_order_stream_reads_fetch_chunks(void)
+{
+	struct env e;
+	char *data = pattern(16 * CS, 18);
+	struct centry *ce;
+
+	env_init(&e, 64 * CS, 0, READ_DIRECT);
+	mem_put(e.be, "s", data, 16 * CS);
+	ce = attach(&e, "s", NULL);
+	read_check(&e, ce, data, 2 * CS + (128 << 10), 128 << 10);
+	read_check(&e, ce, data, 0, 128 << 10);
+	read_check(&e, ce, data, CS + (512 << 10), 128 << 10);
+	/* ahead of the furthest end (2 MiB + 256 KiB), within 4 MiB */
+	read_check(&e, ce, data, 5 * CS + 4096, 128 << 10);
+	CHECK_INT(e.st.page_reads, ==, 0);
+	CHECK_INT(e.st.chunks_stored, ==, 4);
+	/* far from it: no stream any more */
+	read_check(&e, ce, data, 12 * CS + 4096, 4096);
+	CHECK_INT(e.st.page_reads, ==, 1);
 	cache_detach(e.cache, ce);
 	env_fini(&e);
 	free(data);
@@ -155,7 +184,7 @@ static void test_chunks_mode(void)
 static void test_pages_evicted_and_fetched_again(void)
 {
 	struct env e;
-	char *a = pattern(2 * CS, 15), *b = pattern(2 * CS, 16);
+	char *a = pattern(6 * CS, 15), *b = pattern(6 * CS, 16);
 	struct centry *ca, *cb;
 	uint64_t used, limit, files;
 	int i;
@@ -165,15 +194,15 @@ static void test_pages_evicted_and_fetched_again(void)
 	e.cf.evict = strdup("lru");
 	env_stop(&e);
 	env_start(&e);
-	mem_put(e.be, "a", a, 2 * CS);
-	mem_put(e.be, "b", b, 2 * CS);
+	mem_put(e.be, "a", a, 6 * CS);
+	mem_put(e.be, "b", b, 6 * CS);
 	ca = attach(&e, "a", NULL);
 	cb = attach(&e, "b", NULL);
 	for (i = 0; i < 8; i++)		/* 16 pages of a */
-		read_check(&e, ca, a, CS + i * 10 * PG + PG, 2 * PG);
+		read_check(&e, ca, a, FAR + i * 10 * PG + PG, 2 * PG);
 	CHECK_INT(cache_file_bytes(e.cache, fid_of("a")), ==, 16 * PG);
 	for (i = 0; i < 8; i++)		/* b's take their place */
-		read_check(&e, cb, b, 3 * PG + i * 7 * PG, 2 * PG);
+		read_check(&e, cb, b, FAR + 3 * PG + i * 7 * PG, 2 * PG);
 	cache_usage(e.cache, &used, &limit, &files);
 	CHECK_INT(used, <=, limit);
 	CHECK_INT(cache_file_bytes(e.cache, fid_of("b")), ==, 16 * PG);
@@ -181,7 +210,7 @@ static void test_pages_evicted_and_fetched_again(void)
 	CHECK_INT(e.st.evicted_bytes, >=, 16 * PG);
 	i = (int)mem_reads(e.be);
 	for (i = 0; i < 8; i++)		/* a's again: fetched, right bytes */
-		read_check(&e, ca, a, CS + i * 10 * PG + PG, 2 * PG);
+		read_check(&e, ca, a, FAR + i * 10 * PG + PG, 2 * PG);
 	CHECK_INT(mem_reads(e.be), ==, 24);
 	cache_detach(e.cache, ca);
 	cache_detach(e.cache, cb);
@@ -194,20 +223,20 @@ static void test_pages_evicted_and_fetched_again(void)
 static void test_restart_drops_pages(void)
 {
 	struct env e;
-	char *data = pattern(2 * CS, 17);
+	char *data = pattern(6 * CS, 17);
 	struct centry *ce;
 
 	env_init(&e, 64 * CS, 0, READ_DIRECT);
-	mem_put(e.be, "r", data, 2 * CS);
+	mem_put(e.be, "r", data, 6 * CS);
 	ce = attach(&e, "r", NULL);
-	read_check(&e, ce, data, CS + 3 * PG, 3 * PG);
+	read_check(&e, ce, data, FAR + CS + 3 * PG, 3 * PG);
 	read_check(&e, ce, data, 0, 4096);	/* chunk 0 whole */
 	cache_detach(e.cache, ce);
 	env_stop(&e);
 	env_start(&e);
 	ce = attach(&e, "r", NULL);
 	CHECK_INT(cache_file_bytes(e.cache, fid_of("r")), ==, CS);
-	read_check(&e, ce, data, CS + 3 * PG, 3 * PG);
+	read_check(&e, ce, data, FAR + CS + 3 * PG, 3 * PG);
 	CHECK_INT(e.st.page_reads, ==, 1);
 	CHECK_INT(mem_reads(e.be), ==, 3);
 	cache_detach(e.cache, ce);
@@ -222,6 +251,7 @@ int main(void)
 	TEST(test_random_read_fetches_its_pages);
 	TEST(test_header_then_body_reads_no_chunk);
 	TEST(test_a_run_of_reads_becomes_whole_chunks);
+	TEST(test_out_of_order_stream_reads_fetch_chunks);
 	TEST(test_chunks_mode);
 	TEST(test_pages_evicted_and_fetched_again);
 	TEST(test_restart_drops_pages);
