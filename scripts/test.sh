@@ -35,8 +35,8 @@ stage "sanitizer build (ASan+UBSan): unit tests"
 make SAN=1 -j"$(nproc)"
 # the policy simulation (test_rank_sample: 4 s plain, 28 s sanitized) ran
 # on the plain build above; its code runs sanitized in test_policy and
-# test_cache
-make SAN=1 -j"$(nproc)" unit UNIT_SKIP=test_rank_sample
+# test_cache.  UNIT_NOFORK: one leak check per binary (Makefile)
+make SAN=1 -j"$(nproc)" unit UNIT_SKIP=test_rank_sample UNIT_NOFORK=1
 # The FUSE tests (file:// sources, no Ceph) and the integration tests of
 # the scripts and scale tests on the plain build (a Ceph cluster) at the
 # same time: both mostly wait on the kernel, the daemon or the cluster,
