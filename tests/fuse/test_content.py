@@ -70,16 +70,15 @@ def test_eight_concurrent_readers_cold(mounter, sized, mode):
     assert not concurrent_readers(m.path("big"), want, reads=50)
     s = m.stats()
     # single flight: every chunk fetched whole once, however many readers
-    # wanted it; with pages, random reads fetched pages instead, and the
-    # whole readers' reads may be served by those (or look random too:
-    # the stream state is the file's, not the reader's)
+    # wanted it; with pages, random readers' reads may have fetched pages
+    # instead (whether they reach the daemon depends on what the kernel
+    # has cached by then; test_readahead.py forces page reads)
     chunks = (len(want) + CHUNK - 1) // CHUNK
     if mode == "chunks":
         assert s["backend_reads"] == chunks, s
         assert s["page_reads"] == 0 and s["bytes_from_backend"] == len(want)
     else:
         assert s["backend_reads"] - s["page_reads"] <= chunks, s
-        assert s["page_reads"] > 0, s
 
 
 def rewrite(path, data):
