@@ -35,7 +35,7 @@ ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 ALL_LDLIBS  = $(PKG_LIBS) -llmdb -lrados -lm -pthread $(LDLIBS)
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
-CORE    = log safeopen strsafe bgthread testhook openbound conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
+CORE    = log safeopen strsafe ranges bgthread testhook openbound conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
           chunkbuf memchunk stageset membudget linkrate cache cache_pages cache_verify cache_load cache_spare cache_move fetch \
           s3sign s3list s3walk lists lists_parse lists_future lists_text lists_window epochs backend_file manifest mountinfo
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
@@ -177,7 +177,7 @@ FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -D_GNU_SOURCE -pthread -O1 -g -fno-omit-frame-pointer \
                $(WARN) -Iinclude $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                $(shell pkg-config --cflags libxml-2.0 inih libxxhash)
-FUZZ_CORE    = lists lists_parse lists_future lists_text lists_window htab pathmap s3list hash recfmt cfgfile conf log safeopen \
+FUZZ_CORE    = ranges lists lists_parse lists_future lists_text lists_window htab pathmap s3list hash recfmt cfgfile conf log safeopen \
                bgthread creds s3sign manifest ns
 FUZZ_LIB     = $(FUZZ_BUILD)/libfusefs.a
 FUZZ_LIBS    = $(shell pkg-config --libs libxml-2.0 libxxhash inih) -lz -lzstd

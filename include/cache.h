@@ -319,6 +319,14 @@ static inline void cache_page_span(uint32_t cs, uint32_t clen, uint32_t n,
 	b = (b + 4095) & ~4095ULL;
 	*hi = (uint32_t)(b < clen ? b : clen);
 }
+/*
+ * cache_range_state() - of the bytes [@off, @off + @len) of @ce (cut at
+ * its end): CH_PRESENT if all are on disk (in whole chunks or in pages a
+ * random read stored), else CH_FETCHING if the chunks of those missing
+ * are all in flight, else CH_ABSENT; -ESTALE if @ce was replaced
+ */
+int cache_range_state(struct cache *c, const struct centry *ce, uint64_t off,
+		      uint64_t len);
 /* cache_missing() - chunks of @ce neither cached nor in flight */
 uint32_t cache_missing(struct cache *c, const struct centry *ce);
 /* cache_is_complete() - every chunk of @ce is on disk */

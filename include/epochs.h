@@ -11,8 +11,11 @@
  *     to be read, before a chunk of it is kept in memory for a reader to
  *     come;
  *   - the prefetcher (prefetch.h), kicked when a reader's open moves a
- *     list.
- * Data-path opens come here from fs.c (epochs_note_open()); the control
+ *     list;
+ *   - the table of the ranges that range lines name (ranges.h), given to
+ *     the lists (their keys) and to the prefetcher (what to fetch).
+ * Data-path opens come here from fs.c (epochs_note_open()), and reads of
+ * files that have listed ranges (epochs_note_read()); the control
  * files publish and read lists through ctl.c, which kicks the prefetcher
  * itself.
  *
@@ -50,5 +53,17 @@ void epochs_destroy(struct epochs *e);
  * the reader can ask for its list's status.
  */
 void epochs_note_open(struct epochs *e, uint64_t fid, bool ready);
+
+/*
+ * epochs_note_read() - a reader read [@off, @off + @len) of @ce on the
+ * daemon path: the listed ranges it overlaps count as read (their
+ * "open", lists_note_reads(); ready if the bytes were on disk), and the
+ * prefetcher is woken if a list moved.  Nothing (one atomic load) while
+ * no range was ever listed.  Called before the read is answered.
+ * Return: did the read overlap a listed range?
+ */
+struct centry;
+bool epochs_note_read(struct epochs *e, struct centry *ce, uint64_t off,
+		      size_t len);
 
 #endif

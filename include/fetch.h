@@ -38,6 +38,7 @@
 #ifndef FUSEFS_FETCH_H
 #define FUSEFS_FETCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +68,14 @@ struct fetch_stream {
 	uint64_t end;			/* the furthest byte a read ended at */
 	uint64_t run;			/* bytes read back to back up to end */
 	bool seq;			/* a stream: chunks fetched whole */
+	/*
+	 * Its reads met ranges that lists name (samples of a big file read
+	 * at random offsets, ranges.h): set by the owner (any thread) once
+	 * one does, never cleared.  Such a reader's first reads near the
+	 * file's start do not start a stream: only a run of back-to-back
+	 * reads or chunk-by-chunk moves do.
+	 */
+	atomic_bool sampled;
 };
 
 /*
@@ -172,6 +181,19 @@ void fetch_set_wanted(struct fetcher *f,
  */
 int fetch_prefetch(struct fetcher *f, struct centry *ce, uint32_t n,
 		   bool current);
+/*
+ * fetch_prefetch_range() - fetch at low priority the pages (4 KiB) of
+ * [@off, @off + @len) of @ce (held by the caller) that are neither on
+ * disk nor on their way: a range that a list names (ranges.h), read
+ * ahead of its reader as a random read would read it, and stored as its
+ * pages are (cache_store_pages()).  A reader of those pages meanwhile
+ * waits for this read.  Only the first RANGE_CHUNKS_MAX chunks of a
+ * range; the bounds of fetch_prefetch() apply.
+ * Return: 1 a read started, 0 nothing to do, -EBUSY no room now, -ENOMEM.
+ */
+#define RANGE_CHUNKS_MAX	8
+int fetch_prefetch_range(struct fetcher *f, struct centry *ce, uint64_t off,
+			 uint64_t len);
 /*
  * fetch_stage() - fetch absent chunk @n of @ce (held by the caller) into
  * memory only, for a reader that comes soon: a chunk the policy would not

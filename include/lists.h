@@ -13,7 +13,12 @@
  *   # begin N		epoch N begins now (this list's number if omitted)
  *   # begin N at K	... and its first K files were already read (resume)
  * Anything else is a path, so old lists and datasets with names starting
- * with '#' keep working.  A text with a begin header and no path line
+ * with '#' keep working.  With a range table (lists_set_ranges()), a
+ * line that is no file of the mount and reads "PATH<TAB>OFFSET<TAB>LENGTH"
+ * names those bytes of PATH (a sample of a token file): the lists treat
+ * it as a file of its own whose id is the range's key (ranges.h) and
+ * whose size is LENGTH; a read of the file that overlaps the range
+ * counts as its open (lists_note_reads()).  A text with a begin header and no path line
  * (blank lines aside) is a begin alone; path lines that are all refused
  * refuse the whole text, begin included.  The begin acts before the list
  * is placed; a list refused (-ESTALE, -EBUSY) refuses its begin too:
@@ -99,6 +104,8 @@ enum list_reject {
 	LR_DUPLICATE,		/* already earlier in this list */
 	LR_TOO_LONG,		/* longer than LIST_LINE_MAX */
 	LR_BINARY,		/* NUL bytes or not UTF-8 */
+	LR_RANGE,		/* a range line: empty, past the file's end,
+				 * or no room for more ranges (ranges.h) */
 	LR_NREASONS
 };
 
@@ -192,6 +199,25 @@ int lists_begin(struct lists *l, const char *name, int64_t epoch,
  * nothing for the prefetcher to do.
  */
 bool lists_note_open(struct lists *l, uint64_t fid, bool ready);
+
+/*
+ * lists_note_reads() - one read touched the ranges @keys[0..@n) (range
+ * keys, ranges.h): as lists_note_open() of each, except that a jump
+ * ahead moves each list only to the first of them in its order (a read
+ * of the kernel's read-around may cover ranges that the reader comes to
+ * much later), and that a list whose current epoch read one of them
+ * already neither begins its queued epoch nor jumps: the read goes on
+ * over more pages of a sample (a page shared with the next sample, a
+ * sample's pages read one fault at a time).  Return: as
+ * lists_note_open().
+ */
+bool lists_note_reads(struct lists *l, const uint64_t *keys, size_t n,
+		      bool ready);
+
+/* lists_set_ranges() - the table range lines are keyed in (NULL: range
+ * lines are paths like any other); it must outlive @l's publishes */
+struct ranges;
+void lists_set_ranges(struct lists *l, struct ranges *rg);
 
 /*
  * lists_next_use() - files until @fid is read again (min over active

@@ -43,6 +43,14 @@ struct prefetcher;
 int prefetch_create(struct prefetcher **out, struct lists *l,
 		    struct nsmgr *nm, struct cache *c, struct fetcher *f);
 /*
+ * prefetch_set_ranges() - window entries that are keys of @rg are ranges
+ * of files (a list's range lines): their missing pages are fetched
+ * (fetch_prefetch_range()), never whole chunks, never staged.  Before
+ * the first publish; @rg must outlive @p.
+ */
+struct ranges;
+void prefetch_set_ranges(struct prefetcher *p, struct ranges *rg);
+/*
  * prefetch_stop() - no new prefetches; fetches in flight still call back,
  * so free with prefetch_destroy() only after fetch_destroy() drained them.
  */

@@ -24,6 +24,7 @@
 	X(readahead_chunks)	/* chunks fetched ahead of a reader */	\
 	X(page_reads)		/* backend reads of a random read's pages */ \
 	X(page_bytes_stored)	/* bytes of those written to the cache */ \
+	X(range_prefetches)	/* of them, pages of listed ranges */	\
 	X(chunks_stored)	/* chunks written to the cache */	\
 	X(chunks_not_stored)	/* fetched but not cached (no room) */	\
 	X(evictions)		/* files evicted */			\

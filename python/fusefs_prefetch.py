@@ -21,6 +21,12 @@ importable, PrefetchingSampler is a torch.utils.data.Sampler.
     publish("/mnt/data", ["shards/train-000123.tar", ...], name="rank0",
             epoch=3)
 
+    # samples inside big token files (np.memmap): list byte ranges
+    ranges = TokenRanges("/mnt/data", ["tokens/train_00"], seq_len=2048)
+    sampler = PrefetchingSampler(RandomSampler(ranges), paths=ranges,
+                                 mount="/mnt/data")
+    tokens = ranges.memmap(0)         # np.memmap, madvise(MADV_RANDOM)
+
 Best effort: a mount that is not fusefs, a refused list or a full control
 file logs one warning and training goes on; strict=True raises instead.
 publish() and begin() always raise (ListRejected, NotFusefs).  The epoch
@@ -43,6 +49,7 @@ except Exception:       # not installed, or a broken install: stdlib only
 
 __all__ = ["publish", "begin", "status", "list_status", "list_name", "is_fusefs",
            "PrefetchingSampler", "ShardList", "shard_order", "publish_shards",
+           "TokenRanges", "read_megatron_idx", "memmap_random",
            "FusefsError", "ListRejected", "NotFusefs"]
 __version__ = "0.1.0"  # = the fusefs release (packaging/debian/changelog)
 
@@ -100,6 +107,15 @@ def _rel(mount, path):
     return path.lstrip("/")
 
 
+def _line(mount, p):
+    """a list record: a path, or a (path, offset, length) sample range as
+    PATH<TAB>OFFSET<TAB>LENGTH (docs/epochs.md, "Sample ranges")"""
+    if isinstance(p, tuple):
+        path, off, length = p
+        return f"{_rel(mount, path)}\t{int(off)}\t{int(length)}"
+    return _rel(mount, p)
+
+
 def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
     head = []
     if epoch is not None:
@@ -111,7 +127,7 @@ def _text(paths=(), epoch=None, begin=False, begin_epoch=None, at=0, mount="/"):
         if at:
             words.append(f"at {int(at)}")
         head.append(" ".join(words))
-    rels = [_rel(mount, p) for p in paths]
+    rels = [_line(mount, p) for p in paths]
     # the names' bytes: a name that is not UTF-8 is one line fusefs
     # refuses ("binary"), not an exception here.  A name with a line
     # break cannot be one line of a list: then every record ends with a
@@ -151,7 +167,9 @@ def _write(mount, name, data):
 
 
 def publish(mount, paths, name="default", epoch=None, begin=False, at=0):
-    """Publish the ordered @paths (relative to @mount) as list @name.
+    """Publish the ordered @paths (relative to @mount) as list @name.  An
+    item may be a (path, offset, length) tuple: those bytes of the file
+    (a sample of a big file read at random offsets).
 
     With @epoch, the list is that epoch: while an earlier epoch runs it is
     queued, an older one is refused (ESTALE).  Without, it is the epoch
@@ -266,7 +284,8 @@ class PrefetchingSampler(_SamplerBase):
     across the boundary and evicts for the right epoch.
 
     @paths maps a dataset index to a path relative to @mount, or absolute
-    below it (a sequence or a callable).  @name defaults to list_name(sampler).  The next epoch is
+    below it (a sequence or a callable), or to a (path, offset, length)
+    sample range (TokenRanges is such a sequence).  @name defaults to list_name(sampler).  The next epoch is
     known for samplers with set_epoch() (DistributedSampler, with or
     without drop_last) and for a torch RandomSampler without a generator
     of its own, which this wrapper seeds with @seed + epoch; for any other
@@ -456,3 +475,98 @@ def _world_size_or(default):
 def publish_shards(mount, shards, name="default", epoch=None):
     """A plain list of shard paths in read order (raises like publish())."""
     return publish(mount, shards, name, epoch=epoch)
+
+
+# -- samples inside big files: np.memmap token datasets ---------------------
+
+_MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
+_MEGATRON_DTYPES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64",
+                    6: "float64", 7: "float32", 8: "uint16"}
+
+
+def read_megatron_idx(path):
+    """A Megatron-LM .idx (MMapIndexedDataset, version 1): (dtype name,
+    sizes, pointers): the token count and byte offset in the .bin of each
+    sequence (numpy arrays).  Raises ValueError on another format."""
+    import numpy as np
+    with open(path, "rb") as f:
+        head = f.read(9 + 8 + 1 + 8 + 8)
+    if len(head) < 34 or head[:9] != _MEGATRON_MAGIC:
+        raise ValueError(f"{path}: not a Megatron .idx (magic)")
+    version = int.from_bytes(head[9:17], "little")
+    code = head[17]
+    count = int.from_bytes(head[18:26], "little")
+    if version != 1 or code not in _MEGATRON_DTYPES:
+        raise ValueError(f"{path}: .idx version {version}, dtype code {code}")
+    sizes = np.memmap(path, dtype=np.int32, mode="r", offset=34, shape=(count,))
+    pointers = np.memmap(path, dtype=np.int64, mode="r", offset=34 + 4 * count,
+                         shape=(count,))
+    return _MEGATRON_DTYPES[code], sizes, pointers
+
+
+def memmap_random(path, dtype):
+    """np.memmap of @path (read only) with madvise(MADV_RANDOM): each sample
+    read is a read of its own pages, not the kernel's read-around (what
+    fusefs sees as the reader's progress through a list of ranges)"""
+    import mmap
+    import numpy as np
+    arr = np.memmap(path, dtype=dtype, mode="r")
+    mm = getattr(arr, "_mmap", None)
+    if mm is not None and hasattr(mm, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+        try:
+            mm.madvise(mmap.MADV_RANDOM)
+        except OSError:
+            pass
+    return arr
+
+
+class TokenRanges:
+    """The samples of Megatron-style token files as byte ranges: sample k
+    of a file is tokens [k * seq_len, (k + 1) * seq_len + 1) of its .bin (a
+    GPT sample: seq_len inputs and the next token), samples of all @prefixes
+    numbered one after the other.  An item is (path of the .bin, offset,
+    length): a sequence for PrefetchingSampler(paths=...) and a dataset
+    size for a sampler (len()).
+
+    @prefixes: paths (relative to @mount or absolute below it) without
+    .bin/.idx; the token count and dtype come from each .idx (Megatron's
+    MMapIndexedDataset), or, without one, from @dtype and the .bin's size."""
+
+    def __init__(self, mount, prefixes, seq_len, dtype="uint32"):
+        import numpy as np
+        self.mount = mount
+        self.seq_len = int(seq_len)
+        self.files, self.dtypes, self.first = [], [], [0]
+        for pre in prefixes:
+            bin_path = os.path.join(mount, _rel(mount, pre)) + ".bin"
+            idx_path = bin_path[:-4] + ".idx"
+            if os.path.exists(idx_path):
+                dt, sizes, _ = read_megatron_idx(idx_path)
+                tokens = int(np.asarray(sizes, dtype=np.int64).sum())
+            else:
+                dt = dtype
+                tokens = os.path.getsize(bin_path) // np.dtype(dt).itemsize
+            n = max((tokens - 1) // self.seq_len, 0)
+            self.files.append(bin_path)
+            self.dtypes.append(np.dtype(dt))
+            self.first.append(self.first[-1] + n)
+
+    def __len__(self):
+        return self.first[-1]
+
+    def locate(self, i):
+        """(file number, token offset) of sample @i"""
+        import bisect
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        f = bisect.bisect_right(self.first, i) - 1
+        return f, (i - self.first[f]) * self.seq_len
+
+    def __getitem__(self, i):
+        f, tok = self.locate(i)
+        size = self.dtypes[f].itemsize
+        return (self.files[f], tok * size, (self.seq_len + 1) * size)
+
+    def memmap(self, f):
+        """file @f's tokens as an np.memmap (MADV_RANDOM)"""
+        return memmap_random(self.files[f], self.dtypes[f])

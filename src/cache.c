@@ -1065,6 +1065,36 @@ bool cache_is_complete(struct cache *c, const struct centry *ce)
 	return ok;
 }
 
+int cache_range_state(struct cache *c, const struct centry *ce, uint64_t off,
+		      uint64_t len)
+{
+	uint32_t n, n0, n1, lo, hi;
+	int st, out = CH_PRESENT;
+
+	if (!len || off >= ce->size)
+		return CH_PRESENT;
+	len = MIN(len, ce->size - off);
+	n0 = off / c->chunk_size;
+	n1 = (off + len - 1) / c->chunk_size;
+	pthread_mutex_lock(&c->lock);
+	for (n = n0; n <= n1 && out != CH_ABSENT; n++) {
+		st = cache_state_locked(ce, n);
+		if (st < 0) {
+			out = st;
+			break;
+		}
+		if (st == CH_PRESENT || st == CH_UNVERIFIED)
+			continue;
+		cache_page_span(c->chunk_size, cache_chunk_len(c, ce, n), n,
+				off, len, &lo, &hi);
+		if (cache_pages_cover_locked(ce, n, lo, hi))
+			continue;
+		out = st == CH_FETCHING ? CH_FETCHING : CH_ABSENT;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return out;
+}
+
 uint32_t cache_missing(struct cache *c, const struct centry *ce)
 {
 	uint32_t n, missing = 0;

@@ -10,10 +10,17 @@
 #include "fetch.h"
 #include "lists.h"
 #include "prefetch.h"
+#include "ranges.h"
+
+/* ranges one read may count as read (kernel read-around: 128 KiB of 8 KiB
+ * samples is 16) */
+#define READ_RANGES_MAX	32
 
 struct epochs {
 	struct lists *lists;
+	struct cache *c;
 	struct prefetcher *pf;
+	struct ranges *ranges;
 };
 
 /* the fetcher's wanted hook: still to be read (within @within bytes of
@@ -32,8 +39,16 @@ int epochs_create(struct epochs **out, struct lists *l, struct cache *c,
 
 	if (!e)
 		return -ENOMEM;
+	if (ranges_create(&e->ranges)) {
+		free(e);
+		return -ENOMEM;
+	}
 	e->lists = l;
+	e->c = c;
 	e->pf = pf;
+	lists_set_ranges(l, e->ranges);
+	if (pf)
+		prefetch_set_ranges(pf, e->ranges);
 	fetch_set_wanted(f, wanted, l);
 	cache_set_future(c, &(struct policy_future){
 		.one = lists_next_use_bytes, .many = lists_next_use_many,
@@ -45,6 +60,10 @@ int epochs_create(struct epochs **out, struct lists *l, struct cache *c,
 
 void epochs_destroy(struct epochs *e)
 {
+	if (!e)
+		return;
+	lists_set_ranges(e->lists, NULL);
+	ranges_destroy(e->ranges);
 	free(e);
 }
 
@@ -52,4 +71,22 @@ void epochs_note_open(struct epochs *e, uint64_t fid, bool ready)
 {
 	if (lists_note_open(e->lists, fid, ready) && e->pf)
 		prefetch_kick(e->pf);
+}
+
+bool epochs_note_read(struct epochs *e, struct centry *ce, uint64_t off,
+		      size_t len)
+{
+	uint64_t keys[READ_RANGES_MAX];
+	struct cache_ident ci;
+	size_t n;
+
+	if (!ranges_count(e->ranges))
+		return false;
+	cache_ident(ce, &ci);
+	n = ranges_hit(e->ranges, ci.fid, off, len, keys, READ_RANGES_MAX);
+	if (n && lists_note_reads(e->lists, keys, n,
+				  cache_range_state(e->c, ce, off, len) ==
+				  CH_PRESENT) && e->pf)
+		prefetch_kick(e->pf);
+	return n > 0;
 }

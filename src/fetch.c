@@ -73,6 +73,7 @@ struct inflight {
 	bool pages;
 	uint32_t lo, plen;
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
+	struct inflight *pnext;		/* prefetched pages: f->pf_pages */
 	uint32_t st_bytes;		/* stage: counted in staging_bytes */
 	struct waiter *waiters;
 	struct inflight *qnext;		/* completion, retry or memory queue */
@@ -152,6 +153,10 @@ struct fetcher {
 	/* demand reads waiting for the memory budget (no buffer, not sent) */
 	struct inflight *mwhead, *mwtail;
 	unsigned nmemwait;
+	/* pages in flight for a listed range (fetch_prefetch_range()): a
+	 * reader of them waits for these, a later round does not fetch
+	 * them again */
+	struct inflight *pf_pages;
 
 	/* chunks that failed lately: id_key, until when (ms); a ring */
 	struct {
@@ -551,10 +556,12 @@ static bool page_read_locked(const struct fetcher *f,
 {
 	uint32_t first = off / f->cs;
 
-	if (!f->page_reads || off == 0)
+	bool sampled = atomic_load_explicit(&s->sampled, memory_order_relaxed);
+
+	if (!f->page_reads || (off == 0 && !sampled))
 		return false;
 	if (fresh(s, ci))
-		return off >= SEQ_WINDOW;
+		return off >= SEQ_WINDOW || sampled;
 	if (s->seq && near_end(s, off))
 		return false;
 	/* what readahead_locked() will take for a stream */
@@ -586,7 +593,8 @@ static int readahead_locked(struct fetcher *f, struct fetch_stream *s,
 		s->streak = 0;
 		s->end = 0;
 		s->run = 0;
-		s->seq = off < SEQ_WINDOW;
+		s->seq = off < SEQ_WINDOW &&
+			 !atomic_load_explicit(&s->sampled, memory_order_relaxed);
 	} else if (!near_end(s, off)) {
 		s->seq = false;
 	}
@@ -601,7 +609,8 @@ static int readahead_locked(struct fetcher *f, struct fetch_stream *s,
 	s->run = run_after(s, off, end);
 	s->next = MAX(s->next, last + 1);
 	s->end = MAX(s->end, end);
-	if (s->streak || s->run >= RUN_WHOLE || off == 0)
+	if (s->streak || s->run >= RUN_WHOLE ||
+	    (off == 0 && !atomic_load_explicit(&s->sampled, memory_order_relaxed)))
 		s->seq = true;
 	window = ramp(f->readahead, s->streak);
 	for (n = last + 1; n <= last + window && n < ci->nchunks &&
@@ -832,6 +841,38 @@ static int start_pages_locked(struct fetcher *f, struct centry *ce,
 	return start_locked(f, ce, &id, MB_DEMAND, lo, hi - lo, in);
 }
 
+/* the prefetched pages in flight of chunk @id that meet [@lo, @hi) of
+ * it; with @all, only one that holds all of them */
+static struct inflight *pf_pages_find_locked(struct fetcher *f,
+					     const struct chunk_id *id,
+					     uint32_t lo, uint32_t hi, bool all)
+{
+	struct inflight *in;
+
+	for (in = f->pf_pages; in; in = in->pnext) {
+		if (in->key != id_key(id) || in->id.fid != id->fid ||
+		    in->id.gen != id->gen || in->id.n != id->n)
+			continue;
+		if (all ? in->lo <= lo && in->lo + in->plen >= hi :
+			  in->lo < hi && in->lo + in->plen > lo)
+			return in;
+	}
+	return NULL;
+}
+
+static void pf_pages_unlink(struct fetcher *f, struct inflight *in)
+{
+	struct inflight **pp;
+
+	pthread_mutex_lock(&f->lock);
+	for (pp = &f->pf_pages; *pp; pp = &(*pp)->pnext)
+		if (*pp == in) {
+			*pp = in->pnext;
+			break;
+		}
+	pthread_mutex_unlock(&f->lock);
+}
+
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
 	       size_t size, fetch_done_fn done, void *arg)
 {
@@ -903,6 +944,15 @@ int fetch_read_as(struct fetcher *f, struct centry *ce,
 			break;
 		}
 		if (st[i] == CH_PAGES) {
+			uint32_t lo, hi;
+
+			cache_page_span(f->cs, cache_chunk_len(f->c, ce, n), n,
+					off, len, &lo, &hi);
+			in = pf_pages_find_locked(f, &id, lo, hi, true);
+			if (in) {	/* a listed range's, on its way */
+				rc = wait_on_locked(f, &pr, in, &proto, nn);
+				continue;
+			}
 			rc = start_pages_locked(f, ce, &ci, n, off, len, &in);
 			if (rc)
 				break;
@@ -1013,6 +1063,8 @@ static void finish_all(struct fetcher *f, struct preq *ready)
 
 static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
+	if (in->pages && in->prefetch)
+		pf_pages_unlink(f, in);
 	if (in->stage)
 		atomic_fetch_sub(&f->staging_bytes, in->st_bytes);
 	if (in->prefetch) {
@@ -1612,6 +1664,77 @@ int fetch_stage(struct fetcher *f, struct centry *ce, uint32_t n,
 	if (!f->stage_limit)
 		return -ENOSPC;
 	return fetch_ahead(f, ce, n, true, current);
+}
+
+/* start a low-priority read of pages [@lo, @hi) of absent chunk @n of
+ * @ce, a listed range's; under the fetch lock */
+static int range_pages_locked(struct fetcher *f, struct centry *ce,
+			      const struct cache_ident *ci, uint32_t n,
+			      uint32_t lo, uint32_t hi, struct inflight **out)
+{
+	struct chunk_id id = chunk_of(ci, n);
+	struct inflight *in;
+	int rc;
+
+	*out = NULL;
+	if (cache_chunk_state(f->c, ce, n) != CH_ABSENT ||
+	    mem_has_locked(f, &id) || failed_lately_locked(f, id_key(&id)) ||
+	    pf_pages_find_locked(f, &id, lo, hi, false) ||
+	    cache_range_state(f->c, ce, (uint64_t)n * f->cs + lo,
+			      hi - lo) == CH_PRESENT)
+		return 0;		/* on disk, on its way, or failing */
+	if (prefetch_bound(f))
+		return -EBUSY;
+	if (!linkrate_room(&f->link, 0, hi - lo)) {
+		atomic_store(&f->link_refused, true);
+		return -EBUSY;
+	}
+	rc = start_locked(f, ce, &id, MB_AHEAD, lo, hi - lo, &in);
+	if (rc)
+		return rc;
+	in->prefetch = true;
+	in->pf_bytes = (hi - lo + 4095) & ~4095U;
+	atomic_fetch_add(&f->prefetching, 1);
+	atomic_fetch_add(&f->prefetching_bytes, in->pf_bytes);
+	in->pnext = f->pf_pages;
+	f->pf_pages = in;
+	*out = in;
+	return 1;
+}
+
+int fetch_prefetch_range(struct fetcher *f, struct centry *ce, uint64_t off,
+			 uint64_t len)
+{
+	struct inflight *start[RANGE_CHUNKS_MAX];
+	struct cache_ident ci;
+	uint32_t n, n0, n1, lo, hi;
+	int nstart = 0, rc = 0, i;
+
+	cache_ident(ce, &ci);
+	if (off >= ci.size || !len)
+		return 0;
+	len = MIN(len, ci.size - off);
+	n0 = off / f->cs;
+	n1 = MIN((off + len - 1) / f->cs, n0 + RANGE_CHUNKS_MAX - 1);
+	pthread_mutex_lock(&f->lock);
+	for (n = n0; n <= n1; n++) {
+		cache_page_span(f->cs, cache_chunk_len(f->c, ce, n), n, off,
+				len, &lo, &hi);
+		rc = range_pages_locked(f, ce, &ci, n, lo, hi,
+					&start[nstart]);
+		if (rc < 0)
+			break;
+		if (rc)
+			nstart++;
+	}
+	pthread_mutex_unlock(&f->lock);
+	for (i = 0; i < nstart; i++) {
+		stat_inc(f->st, range_prefetches);
+		submit(f, start[i]);
+	}
+	if (nstart)
+		return 1;
+	return rc < 0 ? rc : 0;
 }
 
 void fetch_set_wanted(struct fetcher *f,

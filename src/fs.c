@@ -760,6 +760,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fs_ctl_read(req, size, off, fi);
 		return;
 	}
+	/* a reader of listed samples reads pages, even at the file's start */
+	if (epochs_note_read(fs->d->epochs, file_entry(fi), off, size))
+		atomic_store_explicit(&file_stream(fi)->sampled, true,
+				      memory_order_relaxed);
 	rc = fetch_read_as(fs->d->fetch, file_entry(fi), file_stream(fi), off,
 			   size, read_done, req);
 	if (rc < 0)

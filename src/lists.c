@@ -618,7 +618,7 @@ int lists_publish(struct lists *l, const char *name, const char *text,
 	report_init(rep);
 	if (!lists_name_ok(name))
 		return -EINVAL;
-	rc = epoch_parse(text, len, resolve, arg, rep, &e);
+	rc = epoch_parse(text, len, resolve, arg, l->ranges, rep, &e);
 	if (rc)
 		return rc;
 	/* a begin alone has no path line; paths all refused change nothing */
@@ -739,33 +739,80 @@ static void open_advancing(struct lists *l, struct rlist *r,
 	open_current(l, r, htab_get(&r->cur->by_fid, fid), ready);
 }
 
-bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
+/* the unread entry of @r's current epoch ahead of low that comes first
+ * among @keys, or NULL */
+static struct ent *first_ahead(struct rlist *r, const uint64_t *keys,
+			       size_t n)
+{
+	struct ent *best = NULL;
+	size_t k;
+
+	for (k = 0; r->cur && k < n; k++) {
+		struct ent *x = htab_get(&r->cur->by_fid, keys[k]);
+
+		if (x && unread_ahead(r->cur, x) && (!best || x->idx < best->idx))
+			best = x;
+	}
+	return best;
+}
+
+/* has @r's current epoch read one of @keys already (a range read goes on
+ * over more of the sample's pages) */
+static bool read_before(const struct rlist *r, const uint64_t *keys, size_t n)
+{
+	size_t k;
+
+	for (k = 0; r->cur && k < n; k++) {
+		const struct ent *x = htab_get(&r->cur->by_fid, keys[k]);
+
+		if (x && is_read(r->cur, x->idx))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The reads of @keys (one open: @n 1), as lists_note_reads() says; with
+ * @ranges, a list whose current epoch read one of them already neither
+ * begins its queued epoch nor jumps.
+ */
+static bool note_reads(struct lists *l, const uint64_t *keys, size_t n,
+		       bool ready, bool ranges)
 {
 	bool claimed = false, moved = false, advanced = false, jumped = false;
 	uint64_t now;
 	unsigned i;
+	size_t k;
 
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);
-	/* 1. the lists that expect this open */
-	for (i = 0; i < l->n; i++)
-		if (expected(l, l->l[i], fid, ready, &moved)) {
-			l->l[i]->active_ms = now;
-			claimed = true;
-		}
-	/* 2. readers that started their next epoch */
-	for (i = 0; i < l->n && !claimed; i++)
-		if (queued_head(l, l->l[i], fid)) {
-			open_advancing(l, l->l[i], fid, ready);
-			l->l[i]->active_ms = now;
-			advanced = true;
-		}
-	/* 3. nobody expected it: a jump ahead (a stray re-read is nothing) */
+	/* 1. the lists that expect these reads */
+	for (k = 0; k < n; k++)
+		for (i = 0; i < l->n; i++)
+			if (expected(l, l->l[i], keys[k], ready, &moved)) {
+				l->l[i]->active_ms = now;
+				claimed = true;
+			}
+	/* 2. readers that started their next epoch (once each) */
+	for (i = 0; i < l->n && !claimed; i++) {
+		if (ranges && read_before(l->l[i], keys, n))
+			continue;
+		for (k = 0; k < n; k++)
+			if (queued_head(l, l->l[i], keys[k])) {
+				open_advancing(l, l->l[i], keys[k], ready);
+				l->l[i]->active_ms = now;
+				advanced = true;
+				break;
+			}
+	}
+	/* 3. nobody expected them: a jump ahead, to the first of them in
+	 * each list (a stray re-read is nothing) */
 	for (i = 0; i < l->n && !claimed && !advanced; i++) {
 		struct rlist *r = l->l[i];
-		struct ent *x = r->cur ? htab_get(&r->cur->by_fid, fid) : NULL;
+		struct ent *x = ranges && read_before(r, keys, n) ? NULL :
+				first_ahead(r, keys, n);
 
-		if (x && unread_ahead(r->cur, x)) {
+		if (x) {
 			open_current(l, r, x, ready);
 			r->active_ms = now;
 			jumped = true;
@@ -773,6 +820,24 @@ bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
 	}
 	pthread_mutex_unlock(&l->lock);
 	return moved || advanced || jumped;
+}
+
+bool lists_note_open(struct lists *l, uint64_t fid, bool ready)
+{
+	return note_reads(l, &fid, 1, ready, false);
+}
+
+bool lists_note_reads(struct lists *l, const uint64_t *keys, size_t n,
+		      bool ready)
+{
+	return note_reads(l, keys, n, ready, true);
+}
+
+void lists_set_ranges(struct lists *l, struct ranges *rg)
+{
+	pthread_mutex_lock(&l->lock);
+	l->ranges = rg;
+	pthread_mutex_unlock(&l->lock);
 }
 
 bool lists_room(struct lists *l, const char *name, unsigned reserve)

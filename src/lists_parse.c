@@ -10,6 +10,7 @@
 
 #include "lists_priv.h"
 #include "pathmap.h"
+#include "ranges.h"
 
 static uint64_t ent_key(const void *e)
 {
@@ -129,6 +130,62 @@ static bool nul_header(const char *line, size_t ll)
 	return ll == 5 && !memcmp(line, "# nul", 5);
 }
 
+/*
+ * "PATH<TAB>OFFSET<TAB>LENGTH": *@plen the length of PATH, the numbers
+ * decimal; false if @line is not of that form
+ */
+static bool range_form(const char *line, size_t ll, size_t *plen,
+		       uint64_t *off, uint64_t *len)
+{
+	const char *t2 = memrchr(line, '\t', ll), *t1;
+
+	if (!t2 || !number(t2 + 1, line + ll - t2 - 1, INT64_MAX, len))
+		return false;
+	t1 = memrchr(line, '\t', t2 - line);
+	if (!t1 || t1 == line ||
+	    !number(t1 + 1, t2 - t1 - 1, INT64_MAX, off))
+		return false;
+	*plen = t1 - line;
+	return true;
+}
+
+/*
+ * A range line's key into *@fid and its length into *@size (the file's
+ * id and size before).  Return 0, -ENOMEM, or another -errno: refused.
+ */
+static int range_ent(struct ranges *rg, uint64_t off, uint64_t len,
+		     uint64_t *fid, uint64_t *size)
+{
+	int rc;
+
+	if (!len || off > *size || len > *size - off)
+		return -EINVAL;
+	rc = ranges_intern(rg, *fid, off, len, fid);
+	if (!rc)
+		*size = len;
+	return rc;
+}
+
+/* resolve a path line, or with @rg a range line (a path that is not a
+ * file of the mount, and of the range form) */
+static int resolve_line(const char *line, size_t ll, list_resolve_fn resolve,
+			void *arg, struct ranges *rg, uint64_t *fid,
+			uint64_t *size, bool *range)
+{
+	uint64_t off, len;
+	size_t plen;
+	int rc = resolve(arg, line, ll, fid, size);
+
+	*range = false;
+	if (!rc || !rg || !range_form(line, ll, &plen, &off, &len))
+		return rc;
+	rc = resolve(arg, line, plen, fid, size);
+	if (rc)
+		return rc;
+	*range = true;
+	return range_ent(rg, off, len, fid, size);
+}
+
 static int epoch_grow(struct epoch *e, size_t *cap)
 {
 	struct ent *ne;
@@ -147,12 +204,9 @@ static int epoch_grow(struct epoch *e, size_t *cap)
 	return 0;
 }
 
-/*
- * parse @text into a new epoch (headers into @rep); *@out NULL if no path
- * was accepted.  Return 0 or -ENOMEM.
- */
 int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
-		void *arg, struct list_report *rep, struct epoch **out)
+		void *arg, struct ranges *rg, struct list_report *rep,
+		struct epoch **out)
 {
 	struct epoch *e = calloc(1, sizeof(*e));
 	size_t at = 0, cap = 0;
@@ -167,6 +221,7 @@ int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
 		const char *line = text + at, *nl = memchr(line, sep, len - at);
 		size_t ll = nl ? (size_t)(nl - line) : len - at;
 		uint64_t fid, size;
+		bool range;
 		int rc;
 
 		at += ll + (nl ? 1 : 0);
@@ -199,7 +254,14 @@ int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
 			reject(rep, LR_BINARY);
 			continue;
 		}
-		rc = resolve(arg, line, ll, &fid, &size);
+		rc = resolve_line(line, ll, resolve, arg, rg, &fid, &size,
+				  &range);
+		if (rc == -ENOMEM)
+			goto out_free;
+		if (rc && range) {
+			reject(rep, LR_RANGE);
+			continue;
+		}
 		if (rc == -EISDIR) {
 			reject(rep, LR_DIRECTORY);
 			continue;

@@ -86,6 +86,7 @@ struct lists {
 	uint64_t idle_ms;	/* 0: never idle */
 	lists_clock_fn now_ms;
 	void *clock_arg;
+	struct ranges *ranges;	/* range lines' keys, or NULL: none */
 };
 
 /* ---- one epoch: read bits, low and high ---- */
@@ -149,10 +150,15 @@ static inline bool is_idle(const struct lists *l, const struct rlist *r,
  * epoch_parse() - @text (@len bytes) into a new epoch, its number and
  * serial unset, nothing read (headers and every line's fate into @rep,
  * as lists.c's report_init() left it); @resolve maps each path line.
+ * With @rg (may be NULL), a line that is no file of the mount and reads
+ * "PATH<TAB>OFFSET<TAB>LENGTH" names a range of PATH: its entry's id is
+ * the range's key in @rg, its size the range's length.
  * *@out NULL if no path was accepted.  Return 0 or -ENOMEM.
  */
+struct ranges;
 int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
-		void *arg, struct list_report *rep, struct epoch **out);
+		void *arg, struct ranges *rg, struct list_report *rep,
+		struct epoch **out);
 /* epoch_free() - an epoch and its tables; NULL is fine */
 void epoch_free(struct epoch *e);
 

@@ -11,6 +11,7 @@
 
 static const char *const reason_names[LR_NREASONS] = {
 	"empty", "unknown", "directory", "duplicate", "too_long", "binary",
+	"range",
 };
 
 static const char *const outcome_names[LO_NOUTCOMES] = {

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "strsafe.h"
 #include "prefetch.h"
+#include "ranges.h"
 #include "testhook.h"
 
 #define WINDOW_FILES	PREFETCH_WINDOW_FILES
@@ -39,6 +40,7 @@ struct prefetcher {
 	struct nsmgr *nm;
 	struct cache *c;
 	struct fetcher *f;
+	struct ranges *ranges;	/* keys of range lines, or NULL */
 	pthread_mutex_t lock;	/* guards full and thread; taken before
 				 * the bgthread's own lock */
 	struct bgthread *thread;	/* NULL once stopped */
@@ -260,6 +262,32 @@ static bool full_round(struct prefetcher *p)
 }
 
 /*
+ * Window entry @i is range @r (ranges.h): ready if its bytes are on disk,
+ * else its missing pages fetched (fetch_prefetch_range()), never staged.
+ * Return: WALK_END if the fetcher has no room now, else WALK_ON.
+ */
+static enum walk walk_range(struct prefetcher *p, size_t i,
+			    const struct range *r)
+{
+	enum walk w = WALK_ON;
+	struct centry *ce;
+	uint64_t size;
+	int st;
+
+	ce = hold(p, r->fid, &size);
+	if (!ce)
+		return WALK_ON;
+	st = cache_range_state(p->c, ce, r->off, r->len);
+	p->ready[i] = st == CH_PRESENT;
+	if (st == CH_ABSENT && (!p->current[i] ||
+				lists_unread_now(p->lists, p->fids[i])) &&
+	    fetch_prefetch_range(p->f, ce, r->off, r->len) == -EBUSY)
+		w = WALK_END;
+	cache_busy_put(p->c, ce);
+	return w;
+}
+
+/*
  * Look at window file @i: ready (on disk) or staging, else its missing
  * chunks fetched (fetch_missing(), @recheck).  Return: as fetch_missing()
  * (WALK_ON also for a file with nothing to do, or no file any more).
@@ -270,9 +298,12 @@ static enum walk walk_file(struct prefetcher *p, size_t i, bool recheck,
 	enum walk w = WALK_ON;
 	struct cache_ident ci;
 	struct centry *ce;
+	struct range r;
 	uint64_t size;
 
 	atomic_fetch_add_explicit(&p->looked, 1, memory_order_relaxed);
+	if (p->ranges && ranges_get(p->ranges, p->fids[i], &r))
+		return walk_range(p, i, &r);
 	ce = hold(p, p->fids[i], &size);
 	if (!ce)
 		return WALK_ON;
@@ -421,6 +452,11 @@ fail:
 	free(p->worked);
 	free(p);
 	return rc;
+}
+
+void prefetch_set_ranges(struct prefetcher *p, struct ranges *rg)
+{
+	p->ranges = rg;
 }
 
 void prefetch_stop(struct prefetcher *p)

@@ -3,7 +3,8 @@ with Debian's python3-torch: a training-loop-like run (DataLoader with
 num_workers=2 and drop_last=True over DistributedSampler, two simulated
 ranks on one mount, with and without the sampler's drop_last), a resume
 mid-epoch, a RandomSampler seeded per epoch by the helper, the WebDataset
-shard list; best effort on a directory that is not fusefs and on a refused
+shard list, a Megatron-style GPT dataset over token files read through
+np.memmap with its samples published as byte ranges; best effort on a directory that is not fusefs and on a refused
 list (one warning, no exception; strict=True raises); and the package
 installed from python/pyproject.toml into a venv."""
 
@@ -339,3 +340,61 @@ def test_installs_into_a_venv(tmp_path):
     r = subprocess.run([py, "-m", "pip", "show", "fusefs-epochs"], capture_output=True,
                        text=True)
     assert f"Version: {fp.__version__}" in r.stdout, r.stdout + r.stderr
+
+
+def write_megatron(src, prefix, tokens, seqs):
+    """@tokens (int32 numpy array) as PREFIX.bin and a Megatron-LM .idx
+    (MMapIndexedDataset version 1) of @seqs sequences of equal length"""
+    import numpy as np
+    path = os.path.join(src, prefix)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tokens.astype(np.int32).tofile(path + ".bin")
+    sizes = np.full(seqs, len(tokens) // seqs, dtype=np.int32)
+    sizes[-1] += len(tokens) - int(sizes.sum())
+    pointers = np.concatenate(([0], np.cumsum(sizes[:-1], dtype=np.int64) * 4))
+    with open(path + ".idx", "wb") as f:
+        f.write(b"MMIDIDX\x00\x00" + (1).to_bytes(8, "little") + bytes([4]) +
+                seqs.to_bytes(8, "little") + (seqs + 1).to_bytes(8, "little"))
+        f.write(sizes.tobytes() + pointers.astype(np.int64).tobytes() +
+                np.arange(seqs + 1, dtype=np.int64).tobytes())
+
+
+def test_megatron_token_ranges_through_memmap(mounter, src):
+    """the example GPT dataset (python/examples/megatron_gpt.py): 400
+    random samples of 2,049 tokens out of two token files, 2 workers;
+    every sample right, every listed range read, and the backend read
+    pages of the samples, not chunks of the files"""
+    np = pytest.importorskip("numpy")
+    sys.path.insert(0, os.path.join(ROOT, "python", "examples"))
+    from megatron_gpt import GPTDataset
+    rng = np.random.default_rng(7)
+    data = {p: rng.integers(0, 50000, 3_000_000, dtype=np.int32)
+            for p in ("tok/a", "tok/b")}
+    for p, t in data.items():
+        write_megatron(src, p, t, 3)
+    m = mounter("--cache-size", "64M")
+    ranges = fp.TokenRanges(m.mnt, ["tok/a", "tok/b"], seq_len=2048)
+    assert len(ranges) == 2 * ((3_000_000 - 1) // 2048)
+    assert ranges[len(ranges) // 2 + 1][1:] == (2048 * 4, 2049 * 4)
+    ds = GPTDataset(ranges)
+    base = RandomSampler(ds, num_samples=400)
+    sampler = fp.PrefetchingSampler(base, paths=ranges, mount=m.mnt, name="gpt",
+                                    strict=True)
+    sampler.set_epoch(0)
+    order = list(sampler.order(0))
+    loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)
+    got = [x for batch, _ in loader for x in batch.numpy()]
+    assert len(got) == 400
+    for i, x in zip(order, got):
+        f, tok = ranges.locate(i)
+        want = data[("tok/a", "tok/b")[f]][tok:tok + 2048]
+        assert np.array_equal(x, want), i
+    st = fp.list_status(m.mnt, "gpt")
+    assert st["read"] == 400 and st["remaining"] == 0, st
+    s = m.stats()
+    pages = sum(len(range(r[1] // 4096, (r[1] + r[2] + 4095) // 4096))
+                for r in (ranges[i] for i in order)) * 4096
+    idx = sum(os.path.getsize(os.path.join(src, p + ".idx")) for p in data)
+    assert s["chunks_stored"] == 2, s        # the .idx files, read whole
+    assert s["bytes_from_backend"] - idx <= 2 * pages, (s, pages)
+    assert s["range_prefetches"] > 0, s

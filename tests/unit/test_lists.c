@@ -13,13 +13,15 @@
  * epoch, opens out of order within and outside the window, a repeated
  * open, the previous epoch's stragglers, a stale publish, two ranks'
  * lists on one cache, an idle list (fake clock) and a begin that creates
- * a waiting list.
+ * a waiting list; sample-range lines, and reads that touch several
+ * ranges.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lists.h"
+#include "ranges.h"
 #include "runner.h"
 
 /*
@@ -1632,6 +1634,90 @@ static void test_begin_creates_waiting_list(void)
 	lists_destroy(l);
 }
 
+static void test_range_lines(void)
+{
+	struct lists *l0 = lists_create(), *l = lists_create();
+	struct list_report rep;
+	struct ranges *rg;
+	uint64_t fids[8], k0, k1;
+	const char *text = "f99999\t0\t8196\n"	/* ranges of 100,000 bytes */
+			   "f99999\t50000\t8196\n"
+			   "f99999\t0\t8196\n"	/* again: a duplicate */
+			   "f99999\t99990\t11\n"	/* past the end */
+			   "f99999\t10\t0\n"		/* empty */
+			   "f5\n"			/* a whole file between */
+			   "d3\t0\t1\n"		/* a directory */
+			   "f7\t5\t9\n"		/* past the end of 8 */
+			   "f8\t-1\t2\n";		/* not a number: no file */
+
+	CHECK_INT(ranges_create(&rg), ==, 0);
+	/* without a table, the same lines are paths of no file */
+	CHECK_INT(publish(l0, "r", text, &rep), ==, 0);
+	CHECK_INT(rep.accepted, ==, 1);
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 8);
+	lists_destroy(l0);
+	lists_set_ranges(l, rg);
+	CHECK_INT(publish(l, "r", text, &rep), ==, 0);
+	CHECK_INT(rep.accepted, ==, 3);
+	CHECK_INT(rep.rejected[LR_DUPLICATE], ==, 1);
+	CHECK_INT(rep.rejected[LR_RANGE], ==, 3);
+	CHECK_INT(rep.first_line[LR_RANGE], ==, 4);
+	CHECK_INT(rep.rejected[LR_DIRECTORY], ==, 1);
+	CHECK_INT(rep.rejected[LR_UNKNOWN], ==, 1);
+	CHECK_INT(rep.bytes, ==, 2 * 8196 + 6);
+	CHECK_INT(ranges_count(rg), ==, 2);
+	CHECK_INT(ranges_intern(rg, F(99999), 0, 8196, &k0), ==, 0);
+	CHECK_INT(ranges_intern(rg, F(99999), 50000, 8196, &k1), ==, 0);
+	/* the window names the ranges by their keys, in list order */
+	CHECK_INT(lists_window(l, 0, fids, NULL, NULL, 0, 8), ==, 3);
+	CHECK(fids[0] == k0 && fids[1] == k1 && fids[2] == F(5));
+	CHECK_INT(lists_next_use_bytes(l, k1, NULL), ==, 8196);
+	/* a read of the second range is its open */
+	CHECK(lists_note_reads(l, &k1, 1, false));
+	CHECK_INT(lists_window(l, 0, fids, NULL, NULL, 0, 8), ==, 2);
+	CHECK(fids[0] == k0 && fids[1] == F(5));
+	lists_destroy(l);
+	ranges_destroy(rg);
+}
+
+/* one read of the kernel's read-around touches ranges far apart in the
+ * list: only those in order count, and a jump goes to the first */
+static void test_a_read_over_many_ranges(void)
+{
+	struct lists *l = lists_create();
+	struct ranges *rg;
+	char text[512];
+	uint64_t k[20], fids[32], two[2];
+	size_t at = 0, n;
+	unsigned i;
+
+	CHECK_INT(ranges_create(&rg), ==, 0);
+	lists_set_ranges(l, rg);
+	lists_set_window(l, 4);
+	for (i = 0; i < 20; i++)
+		at += snprintf(text + at, sizeof(text) - at,
+			       "f99999\t%u\t100\n", i * 1000);
+	CHECK_INT(publish(l, "r", text, NULL), ==, 0);
+	for (i = 0; i < 20; i++)
+		CHECK_INT(ranges_intern(rg, F(99999), i * 1000, 100, &k[i]),
+			  ==, 0);
+	two[0] = k[15];		/* far ahead: not a jump beside ... */
+	two[1] = k[0];		/* ... the range the reader is at */
+	CHECK(lists_note_reads(l, two, 2, false));
+	n = lists_window(l, 0, fids, NULL, NULL, 0, 32);
+	CHECK_INT(n, ==, 19);
+	CHECK(fids[0] == k[1] && fids[14] == k[15]);
+	two[0] = k[15];		/* both beyond the window: a jump to k[12] */
+	two[1] = k[12];
+	CHECK(lists_note_reads(l, two, 2, false));
+	n = lists_window(l, 0, fids, NULL, NULL, 0, 32);
+	CHECK(n >= 1 && n < 19);
+	for (i = 0; i < n; i++)
+		CHECK(fids[i] != k[12] && fids[i] != k[1]);
+	lists_destroy(l);
+	ranges_destroy(rg);
+}
+
 int main(void)
 {
 	runner_name = "test_lists";
@@ -1672,5 +1758,7 @@ int main(void)
 	TEST(test_idle_list);
 	TEST(test_idle_list_gives_its_place);
 	TEST(test_begin_creates_waiting_list);
+	TEST(test_range_lines);
+	TEST(test_a_read_over_many_ranges);
 	return runner_done();
 }

@@ -244,6 +244,62 @@ static void test_restart_drops_pages(void)
 	free(data);
 }
 
+/* a listed range fetched ahead of its reader: its pages only, stored; a
+ * reader of them meanwhile waits for that read; a range over a chunk
+ * boundary is one read per chunk; nothing twice */
+static void test_range_prefetch(void)
+{
+	struct env e;
+	char *data = pattern(8 * CS, 13);
+	uint64_t off = FAR + CS + 5 * PG + 10;
+	struct result r;
+	struct centry *ce;
+
+	env_init(&e, 64 * CS, 8, READ_DIRECT);
+	mem_put(e.be, "tokens", data, 8 * CS);
+	ce = attach(&e, "tokens", NULL);
+	CHECK_INT(cache_range_state(e.cache, ce, off, 8196), ==, CH_ABSENT);
+	mem_hold(e.be);
+	CHECK_INT(fetch_prefetch_range(e.fetch, ce, off, 8196), ==, 1);
+	/* in flight: not again */
+	CHECK_INT(fetch_prefetch_range(e.fetch, ce, off, 8196), ==, 0);
+	/* a reader of a part of it waits for it */
+	result_init(&r, 8192);
+	CHECK_INT(fetch_read(e.fetch, ce, off + 4096, 4096, result_done, &r),
+		  ==, 0);
+	mem_release(e.be);
+	result_wait(&r);
+	CHECK_INT(r.err, ==, 0);
+	CHECK(!memcmp(r.buf, data + off + 4096, 4096));
+	free(r.buf);
+	fetch_drain(e.fetch);
+	CHECK_INT(mem_reads(e.be), ==, 1);
+	CHECK_INT(e.st.bytes_from_backend, ==, 3 * PG);
+	CHECK_INT(e.st.range_prefetches, ==, 1);
+	CHECK_INT(e.st.page_bytes_stored, ==, 3 * PG);
+	CHECK_INT(cache_range_state(e.cache, ce, off, 8196), ==, CH_PRESENT);
+	CHECK_INT(fetch_prefetch_range(e.fetch, ce, off, 8196), ==, 0);
+	read_check(&e, ce, data, off, 8196);
+	CHECK_INT(mem_reads(e.be), ==, 1);
+	/* over the end of chunk 5 into chunk 6: a read per chunk, the
+	 * pages of each (2 and 1) */
+	CHECK_INT(fetch_prefetch_range(e.fetch, ce, 6 * CS - 5000, 9000),
+		  ==, 1);
+	fetch_drain(e.fetch);
+	CHECK_INT(mem_reads(e.be), ==, 3);
+	CHECK_INT(e.st.bytes_from_backend, ==, 3 * PG + 3 * PG);
+	/* past the file's end: cut there */
+	CHECK_INT(fetch_prefetch_range(e.fetch, ce, 8 * CS - 100, 9000), ==, 1);
+	fetch_drain(e.fetch);
+	CHECK_INT(mem_reads(e.be), ==, 4);
+	CHECK_INT(e.st.bytes_from_backend, ==, 3 * PG + 3 * PG + PG);
+	CHECK_INT(fetch_prefetch_range(e.fetch, ce, 8 * CS, 10), ==, 0);
+	CHECK_INT(e.st.chunks_stored, ==, 0);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_pages";
@@ -255,5 +311,6 @@ int main(void)
 	TEST(test_chunks_mode);
 	TEST(test_pages_evicted_and_fetched_again);
 	TEST(test_restart_drops_pages);
+	TEST(test_range_prefetch);
 	return runner_done();
 }

@@ -1,0 +1,124 @@
+"""Sample-range lists (docs/epochs.md, "Sample ranges"): a list line
+PATH<TAB>OFFSET<TAB>LENGTH names bytes of a big file. The prefetcher
+fetches the pages of the listed ranges ahead of the reader and nothing
+else of the file; reads of the ranges count as the reader's progress;
+bad range lines are refused line by line. The kernel's read-ahead is
+turned off for the file (POSIX_FADV_RANDOM) so that the daemon sees the
+reads as made."""
+
+import os
+import random
+
+from mountlib import wait_for
+from test_epochs import ctl_write, status
+from util import put
+
+MIB = 1 << 20
+PAGE = 4096
+SAMPLE = 8196           # 2,049 uint32 tokens
+
+
+def pages_of(off, length, chunk=4 * MIB):
+    """the 4 KiB pages the daemon reads for [off, off + length): per chunk,
+    rounded out to pages"""
+    pages = set()
+    end = off + length
+    while off < end:
+        cend = min(end, (off // chunk + 1) * chunk)
+        pages |= set(range(off // PAGE, (cend + PAGE - 1) // PAGE))
+        off = cend
+    return pages
+
+
+def samples(n, size, seed):
+    """@n sample offsets of a @size-byte token file, no two in one page"""
+    rng = random.Random(seed)
+    slots = rng.sample(range(size // SAMPLE - 1), 4 * n)
+    out, taken = [], set()
+    for s in slots:
+        p = pages_of(s * SAMPLE, SAMPLE)
+        if not p & taken and len(out) < n:
+            out.append(s * SAMPLE)
+            taken |= {q - 1 for q in p} | p | {q + 1 for q in p}
+    return out
+
+
+def listed_samples(mounter, src, n, seed, name):
+    """a 16 MiB token file, @n samples of it published as list @name and
+    prefetched: (mount, data, sample offsets, bytes of their pages)"""
+    data = random.Random(seed).randbytes(16 * MIB)
+    put(src, {"tokens.bin": data})
+    m = mounter("--cache-size", "64M")
+    offs = samples(n, len(data), seed + 1)
+    ctl_write(m, f"lists/{name}",
+              "".join(f"tokens.bin\t{o}\t{SAMPLE}\n" for o in offs))
+    want = sum(len(pages_of(o, SAMPLE)) for o in offs) * PAGE
+    assert wait_for(lambda: m.stats()["page_bytes_stored"] >= want), m.stats()
+    return m, data, offs, want
+
+
+def test_listed_ranges_are_prefetched_alone_and_read_from_the_cache(mounter, src):
+    m, data, offs, want = listed_samples(mounter, src, 40, 1, "loader")
+    # the prefetcher read every listed range's pages, and nothing more
+    st = m.stats()
+    assert st["page_bytes_stored"] == want, (st, want)
+    assert st["bytes_from_backend"] == want, (st, want)
+    assert st["chunks_stored"] == 0 and st["readahead_chunks"] == 0, st
+    assert st["range_prefetches"] >= len(offs), st
+    # the loader reads its samples: every byte right, all from the cache
+    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for i, off in enumerate(offs):
+            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE], off
+            if i == 9:
+                ls = status(m, "loader")
+                assert (ls["read"], ls["position"]) == (10, 10), ls
+    finally:
+        os.close(fd)
+    st2 = m.stats()
+    assert st2["bytes_from_backend"] == want, st2
+    ls = status(m, "loader")
+    assert (ls["read"], ls["remaining"]) == (40, 0), ls
+
+
+def test_reads_between_samples_and_out_of_order_ones(mounter, src):
+    """a read that meets no listed range moves nothing; samples read a
+    little out of list order (parallel workers) count as in order"""
+    m, data, offs, _ = listed_samples(mounter, src, 30, 3, "l")
+    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        # a read between two samples is no sample's: nothing moves
+        gap = offs[0] + SAMPLE + 2 * PAGE
+        if not any(o <= gap < o + SAMPLE for o in offs):
+            os.pread(fd, 100, gap)
+            assert status(m, "l")["read"] == 0
+        for i in (1, 0, 3, 2, 4):
+            off = offs[i]
+            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE]
+    finally:
+        os.close(fd)
+    ls = status(m, "l")
+    assert (ls["read"], ls["position"], ls["remaining"]) == (5, 5, 25), ls
+
+
+def test_bad_range_lines_are_refused_one_by_one(mounter, src):
+    put(src, {"tokens.bin": b"t" * 100000, "d/x": b"x"})
+    m = mounter()
+    ctl_write(m, "lists/bad",
+              "tokens.bin\t0\t8196\n"          # fine
+              "tokens.bin\t99000\t8196\n"      # past the end
+              "tokens.bin\t10\t0\n"            # empty
+              "tokens.bin\t0\t8196\n"          # again
+              "nosuch.bin\t0\t10\n"            # no file
+              "d\t0\t1\n"                      # a directory
+              "tokens.bin\n")                  # the whole file
+    with open(os.path.join(m.mnt, ".fusefs", "lists", "bad")) as f:
+        report = f.read().split("# last publish")[1]
+    got = dict(line.split(" ", 1) for line in report.strip().splitlines())
+    assert got["accepted"] == "2", report
+    assert got["rejected_range"].startswith("2 (first at line 2)"), report
+    assert got["rejected_duplicate"].startswith("1"), report
+    assert got["rejected_unknown"].startswith("1"), report
+    assert got["rejected_directory"].startswith("1"), report
