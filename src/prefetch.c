@@ -263,15 +263,20 @@ static bool full_round(struct prefetcher *p)
 
 /*
  * Window entry @i is range @r (ranges.h): ready if its bytes are on disk,
- * else its missing pages fetched (fetch_prefetch_range()), never staged.
- * Return: WALK_END if the fetcher has no room now, else WALK_ON.
+ * else its missing pages fetched (fetch_prefetch_range()) if they fit
+ * (free space, or victims the policy prefers to give up: the same check
+ * as a chunk's, fetch_missing()); never staged.
+ * Return: WALK_END if the fetcher has no room now or a prefetch was not
+ * stored, LIST_END if the cache has no room for the range (its list's
+ * later ranges would not fit either), else WALK_ON.
  */
 static enum walk walk_range(struct prefetcher *p, size_t i,
 			    const struct range *r)
 {
 	enum walk w = WALK_ON;
 	struct centry *ce;
-	uint64_t size;
+	uint64_t size, need;
+	bool full;
 	int st;
 
 	ce = hold(p, r->fid, &size);
@@ -279,10 +284,22 @@ static enum walk walk_range(struct prefetcher *p, size_t i,
 		return WALK_ON;
 	st = cache_range_state(p->c, ce, r->off, r->len);
 	p->ready[i] = st == CH_PRESENT;
-	if (st == CH_ABSENT && (!p->current[i] ||
-				lists_unread_now(p->lists, p->fids[i])) &&
-	    fetch_prefetch_range(p->f, ce, r->off, r->len) == -EBUSY)
+	if (st != CH_ABSENT ||
+	    (p->current[i] && !lists_unread_now(p->lists, p->fids[i])))
+		goto out;
+	pthread_mutex_lock(&p->lock);
+	full = p->full;
+	pthread_mutex_unlock(&p->lock);
+	/* the range's pages at most: one more at each end */
+	need = fetch_prefetching_bytes(p->f) + r->len + 2 * 4096;
+	if (full)
 		w = WALK_END;
+	else if (cache_free(p->c) < need &&
+		 !cache_admits(p->c, ce, need, ADMIT_PREFETCH))
+		w = LIST_END;
+	else if (fetch_prefetch_range(p->f, ce, r->off, r->len) == -EBUSY)
+		w = WALK_END;
+out:
 	cache_busy_put(p->c, ce);
 	return w;
 }

@@ -122,3 +122,29 @@ def test_bad_range_lines_are_refused_one_by_one(mounter, src):
     assert got["rejected_duplicate"].startswith("1"), report
     assert got["rejected_unknown"].startswith("1"), report
     assert got["rejected_directory"].startswith("1"), report
+
+
+def test_ranges_past_the_cache_are_not_fetched_twice(mounter, src):
+    """listed ranges 2.6 x the cache: the prefetcher stops where the cache
+    is full (a range it could not store would be read again by the
+    reader), the reader reads the rest, every byte right, every page read
+    from the backend about once"""
+    data = random.Random(5).randbytes(32 * MIB)
+    put(src, {"tokens.bin": data})
+    m = mounter("--cache-size", "4M")
+    offs = samples(900, len(data), 6)
+    ctl_write(m, "lists/big",
+              "".join(f"tokens.bin\t{o}\t{SAMPLE}\n" for o in offs))
+    pages = sum(len(pages_of(o, SAMPLE)) for o in offs) * PAGE
+    assert pages > 2.5 * 4 * MIB
+    assert wait_for(lambda: m.stats()["page_bytes_stored"] >= 3 * MIB), m.stats()
+    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for off in offs:
+            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE], off
+    finally:
+        os.close(fd)
+    st = m.stats()
+    assert st["bytes_from_backend"] <= 1.2 * pages, (st, pages)
+    assert status(m, "big")["read"] == len(offs)
