@@ -11,6 +11,11 @@ Workloads, each on a fresh cache directory per mount, every byte checked:
   records  --records records at seeded random offsets of a --record-file-mib MiB file: a
            512-byte header read, then the 100 KiB body right after it (plain reads);
   seq      --seq-files files of --seq-mib MiB read whole, cold, 1 MiB reads, one reader.
+--workloads picks some of them. With --lists, a configuration "lists" runs --bin with the
+tokens epochs published as sample-range lists (docs/epochs.md, "Sample ranges"): epoch e
+begun with its order and e + 1 queued, at the start of epoch e; --compute-ms of simulated
+work per sample (each reader thread sleeps) gives the prefetcher time to be ahead.
+--cache-ratio sets the tokens cache to that fraction of the token file.
 Each round runs, for every workload, local disk, --base-bin (if given) and --bin, the
 order rotated per round; the page cache is dropped before each (echo 1). Reported per
 configuration: wall time (median over rounds, and the ratio to local disk taken per round,
@@ -50,7 +55,7 @@ def make_file(path, size, seed):
             left -= n
 
 
-def tokens_epoch(path, order, threads=4, advice="normal"):
+def tokens_epoch(path, order, threads=4, advice="normal", compute_ms=0.0):
     """read the samples of @order (sample numbers) through np.memmap, 4 threads,
     the mapping madvise()d MADV_RANDOM if @advice is "random" (no read-around
     of faults); returns (seconds, wrong samples) checked against the source's
@@ -68,6 +73,8 @@ def tokens_epoch(path, order, threads=4, advice="normal"):
         for s in part:
             a = np.array(mm[s * 2049:(s + 1) * 2049])
             sums[s] = int(a.sum(dtype=np.uint64))
+            if compute_ms:
+                time.sleep(compute_ms / 1000)
 
     ts = [threading.Thread(target=reader, args=(p,)) for p in parts]
     t0 = time.monotonic()
@@ -152,8 +159,14 @@ def main():
     ap.add_argument("--records", type=int, default=300)
     ap.add_argument("--seq-files", type=int, default=4)
     ap.add_argument("--seq-mib", type=int, default=64)
+    ap.add_argument("--workloads", default="tokens,records,seq")
+    ap.add_argument("--lists", action="store_true",
+                    help="also --bin with the tokens epochs published as range lists")
+    ap.add_argument("--compute-ms", type=float, default=0.0)
+    ap.add_argument("--cache-ratio", type=float, default=0.5)
     ap.add_argument("--out")
     a = ap.parse_args()
+    a.workloads = a.workloads.split(",")
     if os.geteuid() != 0:
         sys.exit("bench/randread.py: needs root (drops the page cache)")
     cleanup = bl.Cleanup()
@@ -170,16 +183,18 @@ def run(a, work, cleanup):
     os.makedirs(src)
     bl.log("writing the dataset under", src)
     make_file(os.path.join(src, "tokens.bin"), a.token_mib * MIB, 1)
-    make_file(os.path.join(src, "records.bin"), a.record_file_mib * MIB, 2)
-    for i in range(a.seq_files):
+    if "records" in a.workloads:
+        make_file(os.path.join(src, "records.bin"), a.record_file_mib * MIB, 2)
+    for i in range(a.seq_files if "seq" in a.workloads else 0):
         make_file(os.path.join(src, "seq%d" % i), a.seq_mib * MIB, 10 + i)
     nsamples = a.token_mib * MIB // SAMPLE
     rng = random.Random(3)
     orders = [rng.sample(range(nsamples), a.samples) for _ in range(a.epochs)]
+    a.orders = orders
     roffs = [rng.randrange(0, a.record_file_mib * MIB - HEADER - BODY)
              for _ in range(a.records)]
     configs = [("local", None)] + ([("base", a.base_bin)] if a.base_bin else []) + \
-        [("new", a.bin)]
+        [("new", a.bin)] + ([("lists", a.bin)] if a.lists else [])
     res = {c: {w: [] for w in ("tokens", "records", "seq")} for c, _ in configs}
     want = {}
     for r in range(a.rounds):
@@ -190,7 +205,8 @@ def run(a, work, cleanup):
     report(a, configs, res)
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"args": vars(a), "results": res, "machine": bl.machine()}, f,
+            json.dump({"args": {k: v for k, v in vars(a).items() if k != "orders"},
+                       "results": res, "machine": bl.machine()}, f,
                       indent=1)
 
 
@@ -206,40 +222,75 @@ def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
     rec = os.path.join(src, "records.bin")
     seqs = [os.path.join(src, "seq%d" % i) for i in range(a.seq_files)]
     if binary is None:
+        local_config(a, name, tok, rec, seqs, orders, roffs, res, want)
+        return
+    if "tokens" in a.workloads:
+        cache = int(a.token_mib * MIB * a.cache_ratio)
+        with Fusefs(name, binary, src, work, cleanup, cache) as m:
+            bl.drop_caches(1)
+            ep, before = [], 0
+            for e, order in enumerate(orders):
+                if name == "lists":
+                    publish_ranges(m.mnt, orders, e)
+                dt, sums = tokens_epoch(os.path.join(m.mnt, "tokens.bin"), order,
+                                        advice=a.madvise, compute_ms=a.compute_ms)
+                check(want, "tokens%d" % e, sums)
+                now = m.backend_bytes()
+                ep.append({"s": dt, "backend": now - before})
+                before = now
+            ep[-1].update(m.usage())    # CPU and peak of the whole mount
+            res[name]["tokens"].append(ep)
+    if name == "lists":
+        return
+    if "records" in a.workloads:
+        records_config(a, name, binary, src, work, cleanup, rec, roffs, res, want)
+    if "seq" in a.workloads:
+        seq_config(a, name, binary, src, work, cleanup, seqs, res, want)
+
+
+def publish_ranges(mnt, orders, e):
+    """epoch @e begins with its order as ranges; epoch e + 1 queued"""
+    def text(k, head):
+        return head + "".join("tokens.bin\t%d\t%d\n" % (s * SAMPLE, SAMPLE)
+                              for s in orders[k])
+    path = os.path.join(mnt, ".fusefs", "lists", "bench")
+    with open(path, "w") as f:
+        f.write(text(e, "# epoch %d\n# begin\n" % e))
+    if e + 1 < len(orders):
+        with open(path, "w") as f:
+            f.write(text(e + 1, "# epoch %d\n" % (e + 1)))
+
+
+def local_config(a, name, tok, rec, seqs, orders, roffs, res, want):
+    if "tokens" in a.workloads:
         bl.drop_caches(1)
         ep = []
         for e, order in enumerate(orders):
-            dt, sums = tokens_epoch(tok, order, advice=a.madvise)
+            dt, sums = tokens_epoch(tok, order, advice=a.madvise, compute_ms=a.compute_ms)
             check(want, "tokens%d" % e, sums)
             ep.append({"s": dt, "backend": 0})
         res[name]["tokens"].append(ep)
+    if "records" in a.workloads:
         bl.drop_caches(1)
         dt, got = records_run(rec, roffs)
         check(want, "records", got)
         res[name]["records"].append({"s": dt, "backend": 0})
+    if "seq" in a.workloads:
         bl.drop_caches(1)
         dt, got = seq_run(seqs)
         check(want, "seq", got)
         res[name]["seq"].append({"s": dt, "backend": 0})
-        return
-    half = a.token_mib * MIB // 2
-    with Fusefs(name, binary, src, work, cleanup, half) as m:
-        bl.drop_caches(1)
-        ep, before = [], 0
-        for e, order in enumerate(orders):
-            dt, sums = tokens_epoch(os.path.join(m.mnt, "tokens.bin"), order,
-                                    advice=a.madvise)
-            check(want, "tokens%d" % e, sums)
-            now = m.backend_bytes()
-            ep.append({"s": dt, "backend": now - before})
-            before = now
-        ep[-1].update(m.usage())    # CPU and peak of the whole mount
-        res[name]["tokens"].append(ep)
+
+
+def records_config(a, name, binary, src, work, cleanup, rec, roffs, res, want):
     with Fusefs(name, binary, src, work, cleanup, a.record_file_mib * MIB // 2) as m:
         bl.drop_caches(1)
         dt, got = records_run(os.path.join(m.mnt, "records.bin"), roffs)
         check(want, "records", got)
         res[name]["records"].append(dict(s=dt, backend=m.backend_bytes(), **m.usage()))
+
+
+def seq_config(a, name, binary, src, work, cleanup, seqs, res, want):
     with Fusefs(name, binary, src, work, cleanup, 4 * a.seq_files * a.seq_mib * MIB) as m:
         bl.drop_caches(1)
         dt, got = seq_run([os.path.join(m.mnt, os.path.basename(p)) for p in seqs])
@@ -264,22 +315,34 @@ def report(a, configs, res):
     for w, nbytes in (("records", rec_bytes), ("seq", seq_bytes)):
         for c, _ in configs:
             runs = res[c][w]
+            if not runs:
+                continue
             ratios = [x["s"] / l["s"] for x, l in zip(runs, res["local"][w])]
             print("| %s | %s | %.2f | %.2f | %s | %s | %s |" % (
                 w, c, med([x["s"] for x in runs]), med(ratios),
                 "-" if c == "local" else "%.2f" % med([x["backend"] / nbytes
                                                         for x in runs]),
                 use(runs, "cpu"), use(runs, "rss")))
+    if "tokens" not in a.workloads:
+        return
+    print()
+    print("| tokens epoch | config | time (s, median) | ÷ local (median of per-round ratios) "
+          "| backend bytes ÷ sample bytes | backend bytes ÷ sample pages "
+          "| daemon CPU s | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for e in range(a.epochs):
+        pages = 4096 * sum((s * SAMPLE + SAMPLE + 4095) // 4096 - s * SAMPLE // 4096
+                           for s in a.orders[e])
         for c, _ in configs:
             runs = [r[e] for r in res[c]["tokens"]]
             ratios = [x["s"] / l[e]["s"] for x, l in zip(runs, res["local"]["tokens"])]
-            print("| tokens epoch %d | %s | %.2f | %.2f | %s | %s | %s |" % (
+            print("| %d | %s | %.2f | %.2f | %s | %s | %s | %s |" % (
                 e + 1, c, med([x["s"] for x in runs]), med(ratios),
-                "-" if c == "local" else "%.1f" % med([x["backend"] / tok_bytes
+                "-" if c == "local" else "%.2f" % med([x["backend"] / tok_bytes
+                                                        for x in runs]),
+                "-" if c == "local" else "%.2f" % med([x["backend"] / pages
                                                         for x in runs]),
                 use(runs, "cpu"), use(runs, "rss")))
-
 
 if __name__ == "__main__":
     main()

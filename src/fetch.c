@@ -17,6 +17,7 @@
 #include "membudget.h"
 #include "memchunk.h"
 #include "stageset.h"
+#include "testhook.h"
 
 #define COMPLETION_THREADS	2
 #define BACKOFF_MS		100
@@ -74,6 +75,7 @@ struct inflight {
 	uint32_t lo, plen;
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
 	struct inflight *pnext;		/* prefetched pages: f->pf_pages */
+	bool answered;			/* its waiters were answered */
 	uint32_t st_bytes;		/* stage: counted in staging_bytes */
 	struct waiter *waiters;
 	struct inflight *qnext;		/* completion, retry or memory queue */
@@ -841,8 +843,13 @@ static int start_pages_locked(struct fetcher *f, struct centry *ce,
 	return start_locked(f, ce, &id, MB_DEMAND, lo, hi - lo, in);
 }
 
-/* the prefetched pages in flight of chunk @id that meet [@lo, @hi) of
- * it; with @all, only one that holds all of them */
+/*
+ * The prefetched pages in flight of chunk @id that meet [@lo, @hi) of it
+ * (read, or being stored: not to be fetched again); with @all, only one
+ * that holds all of them and whose waiters were not answered yet (a
+ * reader to park on it: one parked on a read that answered its waiters
+ * would wait for good).
+ */
 static struct inflight *pf_pages_find_locked(struct fetcher *f,
 					     const struct chunk_id *id,
 					     uint32_t lo, uint32_t hi, bool all)
@@ -851,7 +858,8 @@ static struct inflight *pf_pages_find_locked(struct fetcher *f,
 
 	for (in = f->pf_pages; in; in = in->pnext) {
 		if (in->key != id_key(id) || in->id.fid != id->fid ||
-		    in->id.gen != id->gen || in->id.n != id->n)
+		    in->id.gen != id->gen || in->id.n != id->n ||
+		    (all && in->answered))
 			continue;
 		if (all ? in->lo <= lo && in->lo + in->plen >= hi :
 			  in->lo < hi && in->lo + in->plen > lo)
@@ -860,17 +868,16 @@ static struct inflight *pf_pages_find_locked(struct fetcher *f,
 	return NULL;
 }
 
-static void pf_pages_unlink(struct fetcher *f, struct inflight *in)
+/* @in off the list, if on it */
+static void pf_pages_unlink_locked(struct fetcher *f, struct inflight *in)
 {
 	struct inflight **pp;
 
-	pthread_mutex_lock(&f->lock);
 	for (pp = &f->pf_pages; *pp; pp = &(*pp)->pnext)
 		if (*pp == in) {
 			*pp = in->pnext;
 			break;
 		}
-	pthread_mutex_unlock(&f->lock);
 }
 
 int fetch_read(struct fetcher *f, struct centry *ce, uint64_t off,
@@ -1063,8 +1070,11 @@ static void finish_all(struct fetcher *f, struct preq *ready)
 
 static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
-	if (in->pages && in->prefetch)
-		pf_pages_unlink(f, in);
+	if (in->pages && in->prefetch) {
+		pthread_mutex_lock(&f->lock);
+		pf_pages_unlink_locked(f, in);
+		pthread_mutex_unlock(&f->lock);
+	}
 	if (in->stage)
 		atomic_fetch_sub(&f->staging_bytes, in->st_bytes);
 	if (in->prefetch) {
@@ -1106,9 +1116,11 @@ static void complete_pages(struct fetcher *f, struct inflight *in)
 	in->cb->base = in->lo;
 	pthread_mutex_lock(&f->lock);
 	in->ready = true;
+	in->answered = true;
 	ready = wake_locked(in, 0);
 	pthread_mutex_unlock(&f->lock);
 	finish_all(f, ready);		/* answer first, persist after */
+	testhook_gate("pages-store");	/* tests: a reader comes meanwhile */
 	rc = cache_store_pages(f->c, in->ce, in->id.n, in->lo, in->cb);
 	inflight_free(f, in, rc == 0);
 }
@@ -1147,6 +1159,7 @@ static void complete(struct fetcher *f, struct inflight *in)
 			note_failed_locked(f, in->key,
 					   (now_us() - in->first_us) / 1000);
 		ready = wake_locked(in, -EIO);
+		in->answered = true;
 		if (!in->pages) {
 			htab_del(&f->tab, in->key);
 			cache_abandon(f->c, in->ce, in->id.n);

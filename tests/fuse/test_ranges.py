@@ -8,6 +8,7 @@ reads as made."""
 
 import os
 import random
+import threading
 
 from mountlib import wait_for
 from test_epochs import ctl_write, status
@@ -148,3 +149,37 @@ def test_ranges_past_the_cache_are_not_fetched_twice(mounter, src):
     st = m.stats()
     assert st["bytes_from_backend"] <= 1.2 * pages, (st, pages)
     assert status(m, "big")["read"] == len(offs)
+
+
+def test_a_reader_right_after_a_range_prefetch_is_answered(mounter, src, hooks):
+    """a range's prefetch answered its readers and is storing its pages
+    (held there by the pages-store gate): a reader of those pages then
+    reads them itself; it used to park on the finished read for good"""
+    data = random.Random(7).randbytes(16 * MIB)
+    put(src, {"tokens.bin": data})
+    hooks.close("pages-store")
+    m = mounter("--cache-size", "64M", env=hooks.env)
+    off = 9 * MIB + 100
+    ctl_write(m, "lists/gate", f"tokens.bin\t{off}\t{SAMPLE}\n")
+    # the prefetch arrived (counted as a page read) and waits at the gate
+    assert wait_for(lambda: m.stats()["page_reads"] == 1), m.stats()
+    got = []
+
+    def reader():
+        fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            got.append(os.pread(fd, SAMPLE, off))
+        finally:
+            os.close(fd)
+    t = threading.Thread(target=reader)
+    t.start()
+    t.join(timeout=60)          # a hang guard: the gate is still shut
+    answered = not t.is_alive()
+    hooks.open("pages-store")
+    t.join(timeout=60)
+    if t.is_alive():            # parked for good: the daemon must go
+        m.kill()
+        t.join()
+    assert answered, "the read waited for a prefetch that had finished"
+    assert got == [data[off:off + SAMPLE]]
