@@ -74,7 +74,7 @@ struct inflight {
 	bool pages;
 	uint32_t lo, plen;
 	uint32_t pf_bytes;		/* prefetch: counted in prefetching_bytes */
-	struct inflight *pnext;		/* prefetched pages: f->pf_pages */
+	struct inflight *pnext;		/* pages: on f->pages_flying */
 	bool answered;			/* its waiters were answered */
 	uint32_t st_bytes;		/* stage: counted in staging_bytes */
 	struct waiter *waiters;
@@ -155,10 +155,10 @@ struct fetcher {
 	/* demand reads waiting for the memory budget (no buffer, not sent) */
 	struct inflight *mwhead, *mwtail;
 	unsigned nmemwait;
-	/* pages in flight for a listed range (fetch_prefetch_range()): a
-	 * reader of them waits for these, a later round does not fetch
-	 * them again */
-	struct inflight *pf_pages;
+	/* reads of pages in flight (a random read's, a listed range's):
+	 * a reader of the same pages waits for one, a range prefetch does
+	 * not fetch them again */
+	struct inflight *pages_flying;
 
 	/* chunks that failed lately: id_key, until when (ms); a ring */
 	struct {
@@ -389,6 +389,10 @@ static int start_locked(struct fetcher *f, struct centry *ce,
 		chunkbuf_put(in->cb);
 		free(in);
 		return -ENOMEM;
+	}
+	if (in->pages) {
+		in->pnext = f->pages_flying;
+		f->pages_flying = in;
 	}
 	if (nobudget) {
 		if (f->mwtail)
@@ -844,19 +848,19 @@ static int start_pages_locked(struct fetcher *f, struct centry *ce,
 }
 
 /*
- * The prefetched pages in flight of chunk @id that meet [@lo, @hi) of it
+ * The page reads of chunk @id in flight that meet [@lo, @hi) of it
  * (read, or being stored: not to be fetched again); with @all, only one
  * that holds all of them and whose waiters were not answered yet (a
  * reader to park on it: one parked on a read that answered its waiters
  * would wait for good).
  */
-static struct inflight *pf_pages_find_locked(struct fetcher *f,
+static struct inflight *page_read_find_locked(struct fetcher *f,
 					     const struct chunk_id *id,
 					     uint32_t lo, uint32_t hi, bool all)
 {
 	struct inflight *in;
 
-	for (in = f->pf_pages; in; in = in->pnext) {
+	for (in = f->pages_flying; in; in = in->pnext) {
 		if (in->key != id_key(id) || in->id.fid != id->fid ||
 		    in->id.gen != id->gen || in->id.n != id->n ||
 		    (all && in->answered))
@@ -869,11 +873,11 @@ static struct inflight *pf_pages_find_locked(struct fetcher *f,
 }
 
 /* @in off the list, if on it */
-static void pf_pages_unlink_locked(struct fetcher *f, struct inflight *in)
+static void page_read_unlink_locked(struct fetcher *f, struct inflight *in)
 {
 	struct inflight **pp;
 
-	for (pp = &f->pf_pages; *pp; pp = &(*pp)->pnext)
+	for (pp = &f->pages_flying; *pp; pp = &(*pp)->pnext)
 		if (*pp == in) {
 			*pp = in->pnext;
 			break;
@@ -955,8 +959,8 @@ int fetch_read_as(struct fetcher *f, struct centry *ce,
 
 			cache_page_span(f->cs, cache_chunk_len(f->c, ce, n), n,
 					off, len, &lo, &hi);
-			in = pf_pages_find_locked(f, &id, lo, hi, true);
-			if (in) {	/* a listed range's, on its way */
+			in = page_read_find_locked(f, &id, lo, hi, true);
+			if (in) {	/* another reader's, or a range's */
 				rc = wait_on_locked(f, &pr, in, &proto, nn);
 				continue;
 			}
@@ -1070,9 +1074,9 @@ static void finish_all(struct fetcher *f, struct preq *ready)
 
 static void inflight_free(struct fetcher *f, struct inflight *in, bool stored)
 {
-	if (in->pages && in->prefetch) {
+	if (in->pages) {
 		pthread_mutex_lock(&f->lock);
-		pf_pages_unlink_locked(f, in);
+		page_read_unlink_locked(f, in);
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (in->stage)
@@ -1692,7 +1696,7 @@ static int range_pages_locked(struct fetcher *f, struct centry *ce,
 	*out = NULL;
 	if (cache_chunk_state(f->c, ce, n) != CH_ABSENT ||
 	    mem_has_locked(f, &id) || failed_lately_locked(f, id_key(&id)) ||
-	    pf_pages_find_locked(f, &id, lo, hi, false) ||
+	    page_read_find_locked(f, &id, lo, hi, false) ||
 	    cache_range_state(f->c, ce, (uint64_t)n * f->cs + lo,
 			      hi - lo) == CH_PRESENT)
 		return 0;		/* on disk, on its way, or failing */
@@ -1709,8 +1713,6 @@ static int range_pages_locked(struct fetcher *f, struct centry *ce,
 	in->pf_bytes = (hi - lo + 4095) & ~4095U;
 	atomic_fetch_add(&f->prefetching, 1);
 	atomic_fetch_add(&f->prefetching_bytes, in->pf_bytes);
-	in->pnext = f->pf_pages;
-	f->pf_pages = in;
 	*out = in;
 	return 1;
 }

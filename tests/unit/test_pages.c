@@ -300,6 +300,41 @@ static void test_range_prefetch(void)
 	free(data);
 }
 
+/* two random readers of the same pages at once: one backend read */
+static void test_readers_of_the_same_pages_share_a_read(void)
+{
+	struct env e;
+	char *data = pattern(6 * CS, 14);
+	uint64_t off = FAR + CS + 7 * PG;
+	struct result r[3];
+	struct centry *ce;
+	int i;
+
+	env_init(&e, 64 * CS, 8, READ_DIRECT);
+	mem_put(e.be, "tokens", data, 6 * CS);
+	ce = attach(&e, "tokens", NULL);
+	mem_hold(e.be);
+	for (i = 0; i < 3; i++) {
+		result_init(&r[i], 2 * PG);
+		/* the second and third within the first one's pages */
+		CHECK_INT(fetch_read(e.fetch, ce, off + i * 100, PG - i * 100,
+				     result_done, &r[i]), ==, 0);
+	}
+	mem_release(e.be);
+	for (i = 0; i < 3; i++) {
+		result_wait(&r[i]);
+		CHECK_INT(r[i].err, ==, 0);
+		CHECK(!memcmp(r[i].buf, data + off + i * 100, PG - i * 100));
+		free(r[i].buf);
+	}
+	fetch_drain(e.fetch);
+	CHECK_INT(mem_reads(e.be), ==, 1);
+	CHECK_INT(e.st.bytes_from_backend, ==, PG);
+	cache_detach(e.cache, ce);
+	env_fini(&e);
+	free(data);
+}
+
 int main(void)
 {
 	runner_name = "test_pages";
@@ -312,5 +347,6 @@ int main(void)
 	TEST(test_pages_evicted_and_fetched_again);
 	TEST(test_restart_drops_pages);
 	TEST(test_range_prefetch);
+	TEST(test_readers_of_the_same_pages_share_a_read);
 	return runner_done();
 }
