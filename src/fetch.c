@@ -1694,11 +1694,11 @@ static int range_pages_locked(struct fetcher *f, struct centry *ce,
 	int rc;
 
 	*out = NULL;
-	if (cache_chunk_state(f->c, ce, n) != CH_ABSENT ||
-	    mem_has_locked(f, &id) || failed_lately_locked(f, id_key(&id)) ||
+	/* ABSENT: neither the chunk nor these pages on disk or on the way */
+	if (mem_has_locked(f, &id) || failed_lately_locked(f, id_key(&id)) ||
 	    page_read_find_locked(f, &id, lo, hi, false) ||
 	    cache_range_state(f->c, ce, (uint64_t)n * f->cs + lo,
-			      hi - lo) == CH_PRESENT)
+			      hi - lo) != CH_ABSENT)
 		return 0;		/* on disk, on its way, or failing */
 	if (prefetch_bound(f))
 		return -EBUSY;
