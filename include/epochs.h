@@ -15,7 +15,7 @@
  *   - the table of the ranges that range lines name (ranges.h), given to
  *     the lists (their keys) and to the prefetcher (what to fetch).
  * Data-path opens come here from fs.c (epochs_note_open()), and reads of
- * files that have listed ranges (epochs_note_read()); the control
+ * files that have listed ranges (epochs_read_ranges(), epochs_note_read()); the control
  * files publish and read lists through ctl.c, which kicks the prefetcher
  * itself.
  *
@@ -54,16 +54,31 @@ void epochs_destroy(struct epochs *e);
  */
 void epochs_note_open(struct epochs *e, uint64_t fid, bool ready);
 
+/* the listed ranges one READ overlaps (kernel read-around: 128 KiB of
+ * 8 KiB samples is 16) */
+#define EPOCHS_READ_RANGES	32
+struct epochs_read {
+	uint64_t keys[EPOCHS_READ_RANGES];
+	size_t n;
+	bool ready;		/* its bytes were on disk before it */
+};
+
 /*
- * epochs_note_read() - a reader read [@off, @off + @len) of @ce on the
- * daemon path: the listed ranges it overlaps count as read (their
- * "open", lists_note_reads(); ready if the bytes were on disk), and the
- * prefetcher is woken if a list moved.  Nothing (one atomic load) while
- * no range was ever listed.  Called before the read is answered.
- * Return: did the read overlap a listed range?
+ * epochs_read_ranges() - the listed ranges that a READ of [@off, @off +
+ * @len) of @ce overlaps, into @r, before the read is planned.  Nothing
+ * (one atomic load) while no range was ever listed.
+ * Return: does the read overlap a listed range?
  */
 struct centry;
-bool epochs_note_read(struct epochs *e, struct centry *ce, uint64_t off,
-		      size_t len);
+bool epochs_read_ranges(struct epochs *e, struct centry *ce, uint64_t off,
+			size_t len, struct epochs_read *r);
+/*
+ * epochs_note_read() - count the ranges of @r as read (their "open",
+ * lists_note_reads()) and wake the prefetcher if a list moved.  Called
+ * after the read was planned: until it is answered it holds its file in
+ * use, so the uses that move on (a range read is no longer the file's
+ * next use) cannot make the policy evict the bytes it is about to serve.
+ */
+void epochs_note_read(struct epochs *e, const struct epochs_read *r);
 
 #endif

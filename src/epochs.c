@@ -12,10 +12,6 @@
 #include "prefetch.h"
 #include "ranges.h"
 
-/* ranges one read may count as read (kernel read-around: 128 KiB of 8 KiB
- * samples is 16) */
-#define READ_RANGES_MAX	32
-
 struct epochs {
 	struct lists *lists;
 	struct cache *c;
@@ -73,20 +69,24 @@ void epochs_note_open(struct epochs *e, uint64_t fid, bool ready)
 		prefetch_kick(e->pf);
 }
 
-bool epochs_note_read(struct epochs *e, struct centry *ce, uint64_t off,
-		      size_t len)
+bool epochs_read_ranges(struct epochs *e, struct centry *ce, uint64_t off,
+			size_t len, struct epochs_read *r)
 {
-	uint64_t keys[READ_RANGES_MAX];
 	struct cache_ident ci;
-	size_t n;
 
+	r->n = 0;
 	if (!ranges_count(e->ranges))
 		return false;
 	cache_ident(ce, &ci);
-	n = ranges_hit(e->ranges, ci.fid, off, len, keys, READ_RANGES_MAX);
-	if (n && lists_note_reads(e->lists, keys, n,
-				  cache_range_state(e->c, ce, off, len) ==
-				  CH_PRESENT) && e->pf)
+	r->n = ranges_hit(e->ranges, ci.fid, off, len, r->keys,
+			  EPOCHS_READ_RANGES);
+	r->ready = r->n && cache_range_state(e->c, ce, off, len) == CH_PRESENT;
+	return r->n > 0;
+}
+
+void epochs_note_read(struct epochs *e, const struct epochs_read *r)
+{
+	if (r->n && lists_note_reads(e->lists, r->keys, r->n, r->ready) &&
+	    e->pf)
 		prefetch_kick(e->pf);
-	return n > 0;
 }

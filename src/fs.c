@@ -754,6 +754,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	struct epochs_read er;
 	int rc;
 
 	if (fs_is_ctl(fs, ino)) {
@@ -761,13 +762,14 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	/* a reader of listed samples reads pages, even at the file's start */
-	if (epochs_note_read(fs->d->epochs, file_entry(fi), off, size))
+	if (epochs_read_ranges(fs->d->epochs, file_entry(fi), off, size, &er))
 		atomic_store_explicit(&file_stream(fi)->sampled, true,
 				      memory_order_relaxed);
 	rc = fetch_read_as(fs->d->fetch, file_entry(fi), file_stream(fi), off,
 			   size, read_done, req);
 	if (rc < 0)
 		fs_reply_err(req, rc);
+	epochs_note_read(fs->d->epochs, &er);	/* planned: its file in use */
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino,
