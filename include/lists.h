@@ -65,7 +65,10 @@
  * lists_next_use_bytes() in bytes):
  * an unread file of the current epoch at or after low is used in
  * idx - low; a file read or skipped this epoch takes its next use from
- * the queued epochs.  An epoch is expected to end where the previous one
+ * the queued epochs.  A file listed by ranges is used at each unread
+ * range of it (the first two count: the coming use and the one after),
+ * and a read of one of its ranges moves its use too (lists_reads() names
+ * the file).  An epoch is expected to end where the previous one
  * did, at the same fraction of its list (drop_last, max_steps): its
  * files from there on also take their next use from the queued epochs,
  * and the prefetch window skips them, until the reader opens one of them

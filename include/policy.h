@@ -32,7 +32,9 @@
  *           last cached chunk first (chunks are read in file order, so
  *           a file's tail is its furthest chunk; cached chunks are taken
  *           to be a prefix of the file, which prefetch in file order and
- *           eviction from the tail keep true).  Files with no known use
+ *           eviction from the tail keep true).  A file listed by ranges
+ *           (lists.h) is next used at its first unread range; its
+ *           chunks are still ranked by offset.  Files with no known use
  *           go first, whole, the coldest first.  A newcomer chunk (at
  *           offset in->cached of its file) is admitted only if it is
  *           needed sooner than every victim it needs; with neither

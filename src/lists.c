@@ -687,6 +687,8 @@ static void open_current(struct lists *l, struct rlist *r,
 			forget_marks(r);	/* files come before them */
 		}
 		note_read(l, x->fid);
+		if (e->file && e->file[x->idx])	/* a range: its file's use */
+			note_read(l, e->file[x->idx]);	/* moves too */
 	}
 	if (r->nstrag && e->high > ooo_window(l, e))
 		drop_stragglers(r);	/* a window into the new epoch */

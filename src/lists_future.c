@@ -47,36 +47,92 @@ static const struct ent *ahead_now(const struct rlist *r, uint64_t fid)
 									NULL;
 }
 
-/* the first @want uses of @fid in (active) list @r into the two minima;
- * each later use in @r is later than the ones before it */
+/* the first of @f's ranges at or after ent @from */
+static uint32_t first_at(const struct franges *f, uint32_t from)
+{
+	uint32_t lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (f->idx[mid] < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The first uses of @fid in @e into @out, in list order, at most @want
+ * (<= 2): its own entry @x (may be NULL) and its unread ranges from ent
+ * @from on, before @end (a file listed by ranges is used at each of
+ * them, so its use after the coming one may be in the same epoch).
+ * Return their number.
+ */
+static unsigned epoch_uses(const struct epoch *e, const struct ent *x,
+			   uint64_t fid, uint32_t from, uint32_t end,
+			   unsigned want, const struct ent **out)
+{
+	const struct franges *f = e->file ? htab_get(&e->by_file, fid) : NULL;
+	uint32_t i = f ? first_at(f, from) : 0;
+	unsigned n = 0;
+
+	while (n < want) {
+		const struct ent *y = NULL;
+
+		/* read ones at or past low are the out-of-order window's few */
+		for (; f && i < f->n && f->idx[i] < end && !y; i++)
+			if (!is_read(e, f->idx[i]))
+				y = &e->ents[f->idx[i]];
+		if (x && (!y || x->idx < y->idx)) {
+			out[n++] = x;
+			x = NULL;
+			if (y)
+				i--;	/* look at it again */
+		} else if (y) {
+			out[n++] = y;
+		} else {
+			break;
+		}
+	}
+	return n;
+}
+
+/* the first @want (<= 2) uses of @fid (a file, or a file's ranges) in
+ * (active) list @r into the two minima; each later use in @r is later
+ * than the ones before it */
 static void uses_in(const struct rlist *r, uint64_t fid, bool bytes,
 		    unsigned want, uint64_t *best, uint64_t *second)
 {
 	const struct epoch *e = r->cur;
-	const struct ent *x;
+	const struct ent *xs[2];
 	uint64_t base = 0;
-	unsigned found = 0, k;
+	unsigned found = 0, k, n, j;
 
 	if (e) {
 		uint32_t end = expected_end(r, e);
 
-		x = ahead_now(r, fid);
-		if (x) {
+		n = epoch_uses(e, ahead_now(r, fid), fid, e->low, end, want,
+			       xs);
+		for (j = 0; j < n; j++)
 			two_min(best, second, bytes ?
-				x->off - e->ents[e->low].off :
-				(uint64_t)(x->idx - e->low));
-			found++;
-		}
+				xs[j]->off - e->ents[e->low].off :
+				(uint64_t)(xs[j]->idx - e->low));
+		found += n;
 		base = bytes ? bytes_from(e, e->low) - bytes_from(e, end) :
 			       remaining_expected(r, e);
 	}
 	for (k = 0; k < r->nq && found < want; k++) {
-		x = htab_get(&r->q[k]->by_fid, fid);
-		if (x) {
-			two_min(best, second, base + (bytes ? x->off : x->idx));
-			found++;
-		}
-		base += bytes ? r->q[k]->bytes : r->q[k]->n;
+		const struct epoch *q = r->q[k];
+
+		n = epoch_uses(q, htab_get(&q->by_fid, fid), fid, 0, q->n,
+			       want - found, xs);
+		for (j = 0; j < n; j++)
+			two_min(best, second,
+				base + (bytes ? xs[j]->off : xs[j]->idx));
+		found += n;
+		base += bytes ? q->bytes : q->n;
 	}
 }
 

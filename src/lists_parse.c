@@ -17,11 +17,28 @@ static uint64_t ent_key(const void *e)
 	return ((const struct ent *)e)->fid;
 }
 
+static uint64_t franges_key(const void *f)
+{
+	return ((const struct franges *)f)->fid;
+}
+
 void epoch_free(struct epoch *e)
 {
+	size_t i;
+
 	if (!e)
 		return;
+	for (i = 0; i < e->by_file.cap; i++) {
+		struct franges *f = e->by_file.slot[i];
+
+		if (f) {
+			free(f->idx);
+			free(f);
+		}
+	}
+	htab_release(&e->by_file);
 	htab_release(&e->by_fid);
+	free(e->file);
 	free(e->ents);
 	free(e->read);
 	free(e);
@@ -167,31 +184,39 @@ static int range_ent(struct ranges *rg, uint64_t off, uint64_t len,
 }
 
 /* resolve a path line, or with @rg a range line (a path that is not a
- * file of the mount, and of the range form) */
+ * file of the mount, and of the range form: *@file its file's id) */
 static int resolve_line(const char *line, size_t ll, list_resolve_fn resolve,
 			void *arg, struct ranges *rg, uint64_t *fid,
-			uint64_t *size, bool *range)
+			uint64_t *size, uint64_t *file)
 {
 	uint64_t off, len;
 	size_t plen;
 	int rc = resolve(arg, line, ll, fid, size);
 
-	*range = false;
+	*file = 0;
 	if (!rc || !rg || !range_form(line, ll, &plen, &off, &len))
 		return rc;
 	rc = resolve(arg, line, plen, fid, size);
 	if (rc)
 		return rc;
-	*range = true;
+	*file = *fid;
 	return range_ent(rg, off, len, fid, size);
 }
 
 static int epoch_grow(struct epoch *e, size_t *cap)
 {
+	size_t i, was = *cap;
 	struct ent *ne;
-	size_t i;
 
 	*cap = *cap ? *cap * 2 : 1024;
+	if (e->file) {
+		uint64_t *nf = realloc(e->file, *cap * sizeof(*nf));
+
+		if (!nf)
+			return -ENOMEM;
+		memset(nf + was, 0, (*cap - was) * sizeof(*nf));
+		e->file = nf;
+	}
 	ne = realloc(e->ents, *cap * sizeof(*ne));
 	if (!ne)
 		return -ENOMEM;
@@ -201,6 +226,39 @@ static int epoch_grow(struct epoch *e, size_t *cap)
 	for (i = 0; i < e->n; i++)
 		if (htab_put(&e->by_fid, &e->ents[i]))
 			return -ENOMEM;
+	return 0;
+}
+
+/* ent @i (the last so far, of an epoch with room for @cap) is a range
+ * of file @file: 0 or -ENOMEM */
+static int note_range(struct epoch *e, size_t cap, uint32_t i, uint64_t file)
+{
+	struct franges *f;
+
+	if (!e->file && !(e->file = calloc(cap, sizeof(*e->file))))
+		return -ENOMEM;
+	e->file[i] = file;
+	f = htab_get(&e->by_file, file);
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		f->fid = file;
+		if (htab_put(&e->by_file, f)) {
+			free(f);
+			return -ENOMEM;
+		}
+	}
+	if (f->n == f->cap) {
+		uint32_t nc = f->cap ? f->cap * 2 : 8;
+		uint32_t *ni = realloc(f->idx, nc * sizeof(*ni));
+
+		if (!ni)
+			return -ENOMEM;
+		f->idx = ni;
+		f->cap = nc;
+	}
+	f->idx[f->n++] = i;
 	return 0;
 }
 
@@ -217,11 +275,11 @@ int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
 	if (!e)
 		return -ENOMEM;
 	htab_init(&e->by_fid, ent_key);
+	htab_init(&e->by_file, franges_key);
 	while (at < len) {
 		const char *line = text + at, *nl = memchr(line, sep, len - at);
 		size_t ll = nl ? (size_t)(nl - line) : len - at;
-		uint64_t fid, size;
-		bool range;
+		uint64_t fid, size, file;
 		int rc;
 
 		at += ll + (nl ? 1 : 0);
@@ -255,10 +313,10 @@ int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
 			continue;
 		}
 		rc = resolve_line(line, ll, resolve, arg, rg, &fid, &size,
-				  &range);
+				  &file);
 		if (rc == -ENOMEM)
 			goto out_free;
-		if (rc && range) {
+		if (rc && file) {
 			reject(rep, LR_RANGE);
 			continue;
 		}
@@ -279,7 +337,8 @@ int epoch_parse(const char *text, size_t len, list_resolve_fn resolve,
 			goto out_free;
 		e->ents[e->n] = (struct ent){ .fid = fid, .size = size,
 					      .off = e->bytes, .idx = e->n };
-		if (htab_put(&e->by_fid, &e->ents[e->n]))
+		if (htab_put(&e->by_fid, &e->ents[e->n]) ||
+		    (file && note_range(e, cap, e->n, file)))
 			goto out_free;
 		e->n++;
 		e->bytes += size;

@@ -31,10 +31,20 @@ struct ent {
 	uint32_t idx;
 };
 
+/* the range entries of one file in an epoch: their indexes, ascending */
+struct franges {
+	uint64_t fid;		/* the file's id */
+	uint32_t n, cap;
+	uint32_t *idx;
+};
+
 struct epoch {
 	struct ent *ents;	/* in list order */
 	uint32_t n;
 	struct htab by_fid;	/* fid -> ent */
+	uint64_t *file;		/* per ent: its file's id if it is a range
+				 * (else 0); NULL: the epoch has no range */
+	struct htab by_file;	/* file id -> franges, for files with ranges */
 	uint64_t bytes;
 	int64_t no;		/* epoch number */
 	uint64_t serial;	/* unique, grows with each publish (marks) */

@@ -183,3 +183,43 @@ def test_a_reader_right_after_a_range_prefetch_is_answered(mounter, src, hooks):
         t.join()
     assert answered, "the read waited for a prefetch that had finished"
     assert got == [data[off:off + SAMPLE]]
+
+
+def test_a_file_listed_by_ranges_keeps_its_pages_for_later_files(mounter, src):
+    """a list names samples of a token file, then a whole file that does
+    not fit beside them: the token file is next used first (at its first
+    unread range), so its pages stay and the later file's last chunk is
+    not stored in their place; a file listed only by ranges used to count
+    as one with no known use, the first victim, whole"""
+    data = random.Random(9).randbytes(4 * MIB)
+    later = random.Random(10).randbytes(8 * MIB)
+    put(src, {"tokens.bin": data, "later.bin": later})
+    m = mounter("--cache-size", "8M")
+    offs = samples(20, len(data), 11)
+    ranges = "".join(f"tokens.bin\t{o}\t{SAMPLE}\n" for o in offs)
+    want = sum(len(pages_of(o, SAMPLE)) for o in offs) * PAGE
+    # the samples' pages stored first (a page store after the later file
+    # filled the cache would evict that file's tail, rightly), then the
+    # same epoch again with the later file
+    ctl_write(m, "lists/mixed", "# epoch 0\n" + ranges)
+    assert wait_for(lambda: m.stats()["page_bytes_stored"] >= want), m.stats()
+    ctl_write(m, "lists/mixed", "# epoch 0\n" + ranges + "later.bin\n")
+    # the prefetcher went through the whole list: each of the later
+    # file's 8 chunks (1 MiB) stored or staged in memory
+    assert wait_for(lambda: m.stats()["chunks_stored"] +
+                    m.stats()["staged_chunks"] >= 8), m.stats()
+    st = m.stats()
+    assert st["evictions"] == 0, st
+    assert st["staged_chunks"] >= 1, st
+    assert st["page_bytes_stored"] == want, (st, want)
+    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for off in offs:
+            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE], off
+    finally:
+        os.close(fd)
+    st2 = m.stats()
+    assert st2["bytes_from_backend"] == st["bytes_from_backend"], (st, st2)
+    with open(m.path("later.bin"), "rb") as f:
+        assert f.read() == later

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "lists.h"
+#include "policy.h"
 #include "ranges.h"
 #include "runner.h"
 
@@ -1680,6 +1681,57 @@ static void test_range_lines(void)
 	ranges_destroy(rg);
 }
 
+/* a file listed by ranges is next used where its first unread range is,
+ * in the current epoch or a queued one, and a read of one of its ranges
+ * moves its use (lists_reads() names the file) */
+static void test_a_file_of_ranges_has_a_next_use(void)
+{
+	struct lists *l = lists_create();
+	struct future_sync s0, s1;
+	struct ranges *rg;
+	uint64_t k[3], fids[8], after;
+	long n, i;
+	bool named = false;
+
+	CHECK_INT(ranges_create(&rg), ==, 0);
+	lists_set_ranges(l, rg);
+	CHECK_INT(publish(l, "r", "# epoch 0\n"
+				  "f99999\t0\t100\n"
+				  "f5\n"
+				  "f99999\t5000\t100\n"
+				  "f99998\t0\t100\n", NULL), ==, 0);
+	CHECK_INT(publish(l, "r", "# epoch 1\n"
+				  "f3\n"
+				  "f99999\t5000\t100\n", NULL), ==, 0);
+	CHECK_INT(ranges_intern(rg, F(99999), 0, 100, &k[0]), ==, 0);
+	CHECK_INT(ranges_intern(rg, F(99999), 5000, 100, &k[1]), ==, 0);
+	CHECK_INT(ranges_intern(rg, F(99998), 0, 100, &k[2]), ==, 0);
+	/* without ranges in the lists, neither file would be known; the use
+	 * after the coming one is the file's next range, in the same epoch */
+	CHECK_INT(lists_next_use_bytes(l, F(99999), &after), ==, 0);
+	CHECK_INT(after, ==, 100 + 6);
+	CHECK_INT(lists_next_use_bytes(l, F(99998), NULL), ==, 100 + 6 + 100);
+	CHECK(lists_next_use_bytes(l, F(7), NULL) == UINT64_MAX);
+	lists_sync(l, &s0);
+	CHECK(lists_note_reads(l, &k[0], 1, false));
+	/* its next range: after f5 */
+	CHECK_INT(lists_next_use_bytes(l, F(99999), NULL), ==, 6);
+	lists_sync(l, &s1);
+	n = lists_reads(l, s0.reads, s1.reads, fids, 8);
+	for (i = 0; i < n; i++)
+		named |= fids[i] == F(99999);
+	CHECK(n > 0 && named);
+	CHECK_INT(lists_next_use_bytes(l, F(99999), &after), ==, 6);
+	CHECK_INT(after, ==, 6 + 100 + 100 + 4);	/* the queued epoch's */
+	CHECK(lists_note_reads(l, &k[1], 1, false));
+	/* the current epoch has no more: the queued one's range, after the
+	 * rest of this epoch (f5, read range k1, f99998's range) and f3 */
+	CHECK_INT(lists_next_use_bytes(l, F(99999), NULL), ==,
+		  6 + 100 + 100 + 4);
+	lists_destroy(l);
+	ranges_destroy(rg);
+}
+
 /* one read of the kernel's read-around touches ranges far apart in the
  * list: only those in order count, and a jump goes to the first */
 static void test_a_read_over_many_ranges(void)
@@ -1760,5 +1812,6 @@ int main(void)
 	TEST(test_begin_creates_waiting_list);
 	TEST(test_range_lines);
 	TEST(test_a_read_over_many_ranges);
+	TEST(test_a_file_of_ranges_has_a_next_use);
 	return runner_done();
 }
