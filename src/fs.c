@@ -755,21 +755,32 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fs *fs = fs_of(req);
 	struct epochs_read er;
+	struct centry *ce;
+	bool sampled;
 	int rc;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_read(req, size, off, fi);
 		return;
 	}
-	/* a reader of listed samples reads pages, even at the file's start */
-	if (epochs_read_ranges(fs->d->epochs, file_entry(fi), off, size, &er))
+	ce = file_entry(fi);
+	/* a reader of listed samples reads pages, even at the file's start;
+	 * its entry held past the reply (a RELEASE may follow it at once) */
+	sampled = epochs_read_ranges(fs->d->epochs, ce, off, size, &er);
+	if (sampled) {
 		atomic_store_explicit(&file_stream(fi)->sampled, true,
 				      memory_order_relaxed);
-	rc = fetch_read_as(fs->d->fetch, file_entry(fi), file_stream(fi), off,
-			   size, read_done, req);
+		cache_busy_get(fs->d->cache, ce);
+	}
+	rc = fetch_read_as(fs->d->fetch, ce, file_stream(fi), off, size,
+			   read_done, req);
 	if (rc < 0)
 		fs_reply_err(req, rc);
-	epochs_note_read(fs->d->epochs, &er);	/* planned: its file in use */
+	if (sampled) {
+		/* planned: its chunks held until answered */
+		epochs_note_read(fs->d->epochs, ce, &er);
+		cache_busy_put(fs->d->cache, ce);
+	}
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino,
