@@ -11,7 +11,10 @@ For --seconds, all at once:
   * control-file writers: pin / unpin / evict / warm of files and
     directories, `fusefs prefetch` of short lists;
   * list publishers: .fusefs/lists/NAME with "# epoch N" and "# begin N"
-    headers, numbered and not, some out of order (ESTALE/EBUSY allowed);
+    headers, numbered and not, some out of order (ESTALE/EBUSY allowed),
+    some of sample ranges (PATH<TAB>OFFSET<TAB>LENGTH) that the readers
+    then read one by one (the pages of those read are spent and dropped
+    to prefetch the next while other readers read them);
   * stats readers: .fusefs/stats, the stats xattr, .fusefs/heat, list
     status files, `fusefs status`, the Prometheus endpoint;
   * a cache much smaller than the dataset, so eviction runs all the time,
@@ -76,9 +79,9 @@ class Stress:
                 self.errors.append(what)
         self.stop.set()
 
-    def count(self, what):
+    def count(self, what, n=1):
         with self.lock:
-            self.counts[what] = self.counts.get(what, 0) + 1
+            self.counts[what] = self.counts.get(what, 0) + n
 
     # -- the dataset --
     def make_source(self):
@@ -162,7 +165,27 @@ class Stress:
             except Exception as e:  # noqa: BLE001 - any surprise is a failure
                 self.fail(f"{fn.__name__}: {type(e).__name__}: {e}")
 
+    def range_reader(self, r, ranges):
+        """the listed ranges of one file, in list order, as np.memmap
+        with MADV_RANDOM would read them"""
+        rel = r.choice(ranges)[0]
+        want = self.files[rel]
+        fd = os.open(os.path.join(self.mnt, rel), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            for f, off, n in ranges:
+                if f != rel:
+                    continue
+                if os.pread(fd, n, off) != want[off:off + n]:
+                    return self.fail(f"{rel}: listed range ({off}, {n}) wrong")
+        finally:
+            os.close(fd)
+        self.count("range_reads")
+
     def reader(self, r):
+        ranges = getattr(self, "ranges", None)
+        if ranges and r.random() < 0.3:
+            return self.range_reader(r, ranges)
         rel = r.choice(list(self.files))
         want = self.files[rel]
         p = os.path.join(self.mnt, rel)
@@ -254,6 +277,18 @@ class Stress:
                 if r.random() < 0.3:
                     head += f"# begin {epoch}" + (f" at {r.randrange(3)}" if r.random() < 0.5 else "") + "\n"
             text = head + "".join(f"{p}\n" for p in order)
+            if r.random() < 0.4:
+                # samples of a few big files instead of whole files
+                big = [p for p in self.files if len(self.files[p]) > MiB]
+                ranges = []
+                for p in r.sample(big, min(3, len(big))):
+                    size = len(self.files[p])
+                    for _ in range(r.randrange(10, 60)):
+                        n = r.randrange(1, 64 << 10)
+                        ranges.append((p, r.randrange(size - n), n))
+                r.shuffle(ranges)
+                self.ranges = ranges
+                text = head + "".join(f"{p}\t{o}\t{n}\n" for p, o, n in ranges)
         if self.ctl_write(f"lists/{name}", text):
             self.epoch = dict(getattr(self, "epoch", {}), **{name: epoch})
         self.count("publish")
@@ -329,6 +364,12 @@ class Stress:
             if t.is_alive():
                 self.fail("a worker is stuck in the mount after the run ended")
         print(f"stress: phase ran {time.time() - t0:.0f} s")
+        # what the daemon did that the workers cannot see (not a check)
+        with open(os.path.join(self.mnt, ".fusefs", "stats")) as f:
+            for line in f:
+                k, _, v = line.partition(" ")
+                if k in ("evicted_bytes", "page_bytes_stored", "spent_bytes_dropped"):
+                    self.count(f"daemon_{k}", int(v))
         return self.umount()
 
 
