@@ -17,8 +17,7 @@
  * An ABSENT or FETCHING chunk may hold pages (4 KiB) that random reads
  * stored (cache_store_pages()); they count as cached bytes, are served
  * by cache_read_plan() with pages, and go with a whole store of the
- * chunk, its eviction, a restart (they are not indexed) or, once spent
- * (read this epoch), cache_free_spent().
+ * chunk, its eviction or a restart (they are not indexed).
  *
  * References: an open (cache_attach/cache_detach) or a busy hold
  * (cache_hold or cache_busy_get / cache_busy_put) keeps an entry and its
@@ -294,19 +293,13 @@ void cache_note_read(struct cache *c, struct centry *ce, uint64_t bytes);
  * an ABSENT chunk whose pages of the read (cache_page_span()) are all
  * stored is CH_PRESENT for this read, and one missing some is CH_PAGES
  * and not claimed, unless those pages are more than half the chunk
- * (then claimed, as without @pages).  Bit i of *@held: chunk @n0 + i is
- * served from its pages, which stay (no spent page of it is punched)
- * until cache_read_end() with the same mask.
+ * (then claimed, as without @pages).
  * Return: 0 as above; 1 a chunk is UNVERIFIED (nothing done: verify it,
  * then call again); -ESTALE @ce was replaced; -ERANGE.
  */
 int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
 		    uint32_t n1, uint32_t skip, uint64_t off, uint64_t bytes,
-		    bool pages, int *st, uint32_t *held);
-/* cache_read_end() - a planned read was answered: its @held chunks
- * (from @n0) and its busy reference go */
-void cache_read_end(struct cache *c, struct centry *ce, uint32_t n0,
-		    uint32_t held);
+		    bool pages, int *st);
 /*
  * cache_page_span() - the pages of chunk @n (chunks of @cs bytes, this
  * one @clen long) that [@off, @off + @len) covers, as bytes [*@lo, *@hi)
@@ -332,27 +325,8 @@ static inline void cache_page_span(uint32_t cs, uint32_t clen, uint32_t n,
  * random read stored), else CH_FETCHING if the chunks of those missing
  * are all in flight, else CH_ABSENT; -ESTALE if @ce was replaced
  */
-int cache_range_state(struct cache *c, struct centry *ce, uint64_t off,
+int cache_range_state(struct cache *c, const struct centry *ce, uint64_t off,
 		      uint64_t len);
-/*
- * Spent pages: the pages of listed ranges a reader has read this epoch
- * (no list needs them before a later one), the first bytes to go when a
- * range prefetch needs room, whatever file they belong to.
- * cache_spend_range() - the stored pages of [@off, @off + @len) of @ce
- * are spent, but its first page with @keep_first and its last with
- * @keep_last (shared with a range still to be read).
- * cache_range_wanted() - cache_range_state(), and a range on disk is
- * wanted again (the prefetcher's window reached it): not spent.
- * cache_free_spent() - punch spent pages (never of a lent file, of a
- * chunk a reply is being copied from or pages are being written to, or
- * of a chunk not ABSENT) until @want bytes are freed or none is left;
- * the bytes freed (stats: spent_bytes_dropped, evicted_bytes).
- */
-void cache_spend_range(struct cache *c, struct centry *ce, uint64_t off,
-		       uint64_t len, bool keep_first, bool keep_last);
-int cache_range_wanted(struct cache *c, struct centry *ce, uint64_t off,
-		       uint64_t len);
-uint64_t cache_free_spent(struct cache *c, uint64_t want);
 /* cache_missing() - chunks of @ce neither cached nor in flight */
 uint32_t cache_missing(struct cache *c, const struct centry *ce);
 /* cache_is_complete() - every chunk of @ce is on disk */

@@ -73,16 +73,12 @@ struct centry;
 bool epochs_read_ranges(struct epochs *e, struct centry *ce, uint64_t off,
 			size_t len, struct epochs_read *r);
 /*
- * epochs_note_read() - count the ranges of @r (a read of @ce) as read
- * (their "open", lists_note_reads()) and wake the prefetcher if a list
- * moved; the pages of those no list expects any more are spent
- * (cache_spend_range(): the first to go for a range still to be read),
- * but for pages they share with ranges still expected.  Called after the
- * read was planned: until it is answered it holds its file in use and
- * the chunks it is served from, so the uses that move on cannot make the
- * bytes it is about to serve go.
+ * epochs_note_read() - count the ranges of @r as read (their "open",
+ * lists_note_reads()) and wake the prefetcher if a list moved.  Called
+ * after the read was planned: until it is answered it holds its file in
+ * use, so the uses that move on (a range read is no longer the file's
+ * next use) cannot make the policy evict the bytes it is about to serve.
  */
-void epochs_note_read(struct epochs *e, struct centry *ce,
-		      const struct epochs_read *r);
+void epochs_note_read(struct epochs *e, const struct epochs_read *r);
 
 #endif

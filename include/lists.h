@@ -287,10 +287,6 @@ long lists_reads(void *lists, uint64_t from, uint64_t to, uint64_t *fids,
  * a moment ago may have changed: a reader opened the file meanwhile.
  */
 bool lists_unread_now(struct lists *l, uint64_t fid);
-/* lists_unread_many() - lists_unread_now() of @n files (or range keys)
- * into @unread, in one take of the lock */
-void lists_unread_many(struct lists *l, const uint64_t *fids, size_t n,
-		       bool *unread);
 
 /*
  * lists_window() - up to @max file ids the readers of active lists will

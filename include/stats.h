@@ -25,7 +25,6 @@
 	X(page_reads)		/* backend reads of a random read's pages */ \
 	X(page_bytes_stored)	/* bytes of those written to the cache */ \
 	X(range_prefetches)	/* of them, pages of listed ranges */	\
-	X(spent_bytes_dropped)	/* pages of ranges read, punched for more */ \
 	X(chunks_stored)	/* chunks written to the cache */	\
 	X(chunks_not_stored)	/* fetched but not cached (no room) */	\
 	X(evictions)		/* files evicted */			\

@@ -287,7 +287,6 @@ static void later_run(struct cache *c, struct later *l)
 static void forget_locked(struct cache *c, struct centry *ce)
 {
 	idle_unlink_locked(c, ce);
-	cache_pages_unlink_locked(c, ce);
 	policy_del(&c->pol, ce->pn);
 	htab_del(&c->tab, ce->fid);
 	c->files--;
@@ -944,25 +943,15 @@ void cache_busy_get(struct cache *c, struct centry *ce)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void cache_read_end(struct cache *c, struct centry *ce, uint32_t n0,
-		    uint32_t held)
+void cache_busy_put(struct cache *c, struct centry *ce)
 {
 	struct later l = LATER_INIT;
-	uint32_t i;
 
 	pthread_mutex_lock(&c->lock);
-	for (i = 0; held && i < 32; i++)
-		if (held >> i & 1)
-			ce->pio[n0 + i]--;
 	ce->busy--;
 	release_locked(c, ce, &l);
 	pthread_mutex_unlock(&c->lock);
 	later_run(c, &l);
-}
-
-void cache_busy_put(struct cache *c, struct centry *ce)
-{
-	cache_read_end(c, ce, 0, 0);
 }
 
 bool cache_is_open(struct cache *c, const struct centry *ce)
@@ -1076,10 +1065,8 @@ bool cache_is_complete(struct cache *c, const struct centry *ce)
 	return ok;
 }
 
-/* cache_range_state() under the lock; with @want, a range on disk is
- * wanted again: none of its pages is spent any more */
-static int range_state_locked(struct cache *c, struct centry *ce,
-			      uint64_t off, uint64_t len, bool want)
+int cache_range_state(struct cache *c, const struct centry *ce, uint64_t off,
+		      uint64_t len)
 {
 	uint32_t n, n0, n1, lo, hi;
 	int st, out = CH_PRESENT;
@@ -1089,6 +1076,7 @@ static int range_state_locked(struct cache *c, struct centry *ce,
 	len = MIN(len, ce->size - off);
 	n0 = off / c->chunk_size;
 	n1 = (off + len - 1) / c->chunk_size;
+	pthread_mutex_lock(&c->lock);
 	for (n = n0; n <= n1 && out != CH_ABSENT; n++) {
 		st = cache_state_locked(ce, n);
 		if (st < 0) {
@@ -1103,121 +1091,8 @@ static int range_state_locked(struct cache *c, struct centry *ce,
 			continue;
 		out = st == CH_FETCHING ? CH_FETCHING : CH_ABSENT;
 	}
-	for (n = n0; want && out == CH_PRESENT && n <= n1; n++) {
-		cache_page_span(c->chunk_size, cache_chunk_len(c, ce, n), n,
-				off, len, &lo, &hi);
-		cache_pages_unspend_locked(c, ce, n, lo, hi);
-	}
+	pthread_mutex_unlock(&c->lock);
 	return out;
-}
-
-int cache_range_state(struct cache *c, struct centry *ce, uint64_t off,
-		      uint64_t len)
-{
-	int st;
-
-	pthread_mutex_lock(&c->lock);
-	st = range_state_locked(c, ce, off, len, false);
-	pthread_mutex_unlock(&c->lock);
-	return st;
-}
-
-int cache_range_wanted(struct cache *c, struct centry *ce, uint64_t off,
-		       uint64_t len)
-{
-	int st;
-
-	pthread_mutex_lock(&c->lock);
-	st = range_state_locked(c, ce, off, len, !ce->stale);
-	pthread_mutex_unlock(&c->lock);
-	return st;
-}
-
-void cache_spend_range(struct cache *c, struct centry *ce, uint64_t off,
-		       uint64_t len, bool keep_first, bool keep_last)
-{
-	uint64_t a, b, at, base;
-	uint32_t n;
-
-	if (!len || off >= ce->size)
-		return;
-	len = MIN(len, ce->size - off);
-	a = (off & ~(BLK - 1)) + (keep_first ? BLK : 0);
-	b = blocks(off + len) - (keep_last ? BLK : 0);
-	pthread_mutex_lock(&c->lock);
-	for (at = a; !ce->stale && at < b; at = base + c->chunk_size) {
-		n = (uint32_t)(at / c->chunk_size);
-		base = (uint64_t)n * c->chunk_size;
-		if (ce->state[n] == CH_ABSENT)
-			cache_pages_spend_locked(c, ce, n, (uint32_t)(at - base),
-				(uint32_t)(MIN(b, base + c->chunk_size) - base));
-	}
-	pthread_mutex_unlock(&c->lock);
-}
-
-/*
- * Punch spent pages of @ce (not lent: no kernel mapping reads it) up to
- * @want bytes, chunk by chunk, skipping chunks with page I/O in flight and
- * chunks not ABSENT (a whole fetch may be writing them).  Under the lock,
- * as a tail punch: a punch after unlocking could hit pages stored again
- * meanwhile.  Return the bytes freed.
- */
-static uint64_t free_spent_locked(struct cache *c, struct centry *ce,
-				  uint64_t want)
-{
-	char path[PATH_MAX];
-	uint64_t freed = 0, got;
-	uint32_t n, lo, hi, from;
-	int fd = ce->fd;
-
-	if (fd < 0) {
-		cache_data_path(c, ce->fid, ce->gen, path, sizeof(path));
-		fd = cache_data_open(c, path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			return 0;
-	}
-	for (n = 0; n < ce->nchunks && freed < want && ce->spent_bytes; n++) {
-		if (!ce->spent[n] || ce->pio[n] || ce->state[n] != CH_ABSENT)
-			continue;
-		for (from = 0; freed < want &&
-		     cache_pages_spent_run_locked(c, ce, n, from, &lo, &hi);
-		     from = hi) {
-			if (fallocate(fd, FALLOC_FL_PUNCH_HOLE |
-				      FALLOC_FL_KEEP_SIZE,
-				      (off_t)n * c->chunk_size + lo,
-				      (off_t)(hi - lo))) {
-				log_warn("cannot drop pages of '%s': %s",
-					 str_log(ce->key), strerror(errno));
-				goto out;
-			}
-			got = cache_pages_forget_locked(c, ce, n, lo, hi);
-			ce->used -= got;
-			policy_charge(&c->pol, cache_owner_node(ce),
-				      -(int64_t)got);
-			freed += got;
-		}
-	}
-out:
-	if (fd != ce->fd)
-		close(fd);
-	return freed;
-}
-
-uint64_t cache_free_spent(struct cache *c, uint64_t want)
-{
-	struct centry *ce, *next;
-	uint64_t freed = 0;
-
-	pthread_mutex_lock(&c->lock);
-	for (ce = c->spent_head; ce && freed < want; ce = next) {
-		next = ce->spent_next;
-		if (!ce->lent)
-			freed += free_spent_locked(c, ce, want - freed);
-	}
-	pthread_mutex_unlock(&c->lock);
-	stat_add(c->st, spent_bytes_dropped, freed);
-	stat_add(c->st, evicted_bytes, freed);
-	return freed;
 }
 
 uint32_t cache_missing(struct cache *c, const struct centry *ce)
@@ -1333,26 +1208,15 @@ int cache_store_pages(struct cache *c, struct centry *ce, uint32_t n,
 	bool reserved;
 	int rc, st;
 
-	/* a whole chunk on disk already: nothing to add; else this chunk's
-	 * page I/O counted while its pages are written (no spent page of it
-	 * punched meanwhile: it could be one written here) */
-	pthread_mutex_lock(&c->lock);
-	st = cache_state_locked(ce, n);
-	rc = st != CH_ABSENT && st != CH_FETCHING ? (st < 0 ? st : -EEXIST) :
-		cache_pages_maps_locked(ce);
-	if (!rc)
-		ce->pio[n]++;
-	pthread_mutex_unlock(&c->lock);
-	if (rc)
-		return rc;
+	/* a whole chunk on disk already: nothing to add */
+	st = cache_chunk_state(c, ce, n);
+	if (st != CH_ABSENT && st != CH_FETCHING)
+		return st < 0 ? st : -EEXIST;
 	rc = store_write(c, ce, (uint64_t)n * c->chunk_size + lo, cb,
 			 ADMIT_DEMAND, &reserved);
-	pthread_mutex_lock(&c->lock);
-	ce->pio[n]--;
-	if (!reserved) {
-		pthread_mutex_unlock(&c->lock);
+	if (!reserved)
 		return rc;
-	}
+	pthread_mutex_lock(&c->lock);
 	/* the same bytes as a whole chunk stored meanwhile: not marked */
 	st = cache_state_locked(ce, n);
 	if (!rc && st != CH_ABSENT && st != CH_FETCHING)
@@ -1506,12 +1370,11 @@ static int plan_pages_locked(struct cache *c, struct centry *ce, uint32_t n,
 
 int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
 		    uint32_t n1, uint32_t skip, uint64_t off, uint64_t bytes,
-		    bool pages, int *st, uint32_t *held)
+		    bool pages, int *st)
 {
 	uint32_t n, i;
 	int rc = 0;
 
-	*held = 0;
 	pthread_mutex_lock(&c->lock);
 	if (ce->stale || n1 >= ce->nchunks || n0 > n1) {
 		rc = ce->stale ? -ESTALE : -ERANGE;
@@ -1529,13 +1392,8 @@ int cache_read_plan(struct cache *c, struct centry *ce, uint32_t n0,
 		if (skip >> i & 1)
 			continue;
 		st[i] = ce->state[n];
-		if (st[i] == CH_ABSENT && pages) {
+		if (st[i] == CH_ABSENT && pages)
 			st[i] = plan_pages_locked(c, ce, n, off, bytes);
-			if (st[i] == CH_PRESENT) {
-				ce->pio[n]++;	/* its pages stay till the reply */
-				*held |= 1u << i;
-			}
-		}
 		if (st[i] == CH_ABSENT)
 			ce->state[n] = CH_FETCHING;
 	}

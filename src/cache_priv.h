@@ -41,19 +41,6 @@ struct centry {
 	 * (cache_load.c).  NULL until the first page is stored.
 	 */
 	uint64_t **pages;
-	/*
-	 * Beside pages[] (allocated with it): per chunk, NULL or a bitmap
-	 * of its stored pages that are *spent*: listed ranges a reader read
-	 * this epoch, not needed before a later one (cache_spend_range()),
-	 * the first to go when a range prefetch needs room
-	 * (cache_free_spent()); and per chunk the page I/O in flight (a
-	 * reply being copied from its pages, a page store being written):
-	 * no spent page of such a chunk is punched.
-	 */
-	uint64_t **spent;
-	uint16_t *pio;
-	uint64_t spent_bytes;	/* in spent[]; > 0: on the cache's spent list */
-	struct centry *spent_prev, *spent_next;
 	uint64_t used;		/* bytes accounted on disk */
 	int opens;		/* open file handles */
 	int busy;		/* references without an open handle */
@@ -153,9 +140,6 @@ struct cache {
 	uint64_t pt_bytes;
 	uint64_t files;
 	uint64_t unverified;	/* CH_UNVERIFIED chunks of entries in tab */
-	/* entries with spent pages (struct centry's spent), and their bytes */
-	struct centry *spent_head;
-	uint64_t spent_bytes;
 	/*
 	 * Entries nobody uses whose data files stay open, oldest first, so
 	 * that the next open of the file opens nothing (at most idle_max;
@@ -189,37 +173,19 @@ void centry_free(struct centry *ce);
  * Page maps (cache_pages.c), under the cache lock.  Pages are given as
  * byte ranges [@lo, @hi) inside chunk @n, @lo 4 KiB aligned, @hi rounded
  * up to a page.  cover: are they all stored; bytes: the stored pages'
- * bytes (4 KiB each); maps: the entry's page maps and I/O counts
- * allocated (0 or -ENOMEM); mark: note them stored (not spent), *@added
- * the bytes not stored before (0 or -ENOMEM); drop: forget chunk @n's
- * pages, spent ones too, return their bytes (the caller punches and
- * uncharges); spend / unspend: stored pages of [@lo, @hi) spent or not
- * (the bytes newly spent); unlink: @ce off the spent list (it leaves the
- * table); spent_run: the first run of spent pages of chunk @n at or after
- * byte @from, as [*@lo, *@hi) (false: none); forget: pages [@lo, @hi) not
- * stored any more (punched by the caller), their bytes; free: every map
- * (no lock: @ce is off every list).
+ * bytes (4 KiB each); mark: note them stored, *@added the bytes not
+ * stored before (0 or -ENOMEM); drop: forget chunk @n's pages, return
+ * their bytes (the caller punches and uncharges); free: every map.
  */
 bool cache_pages_cover_locked(const struct centry *ce, uint32_t n,
 			      uint32_t lo, uint32_t hi);
 uint64_t cache_pages_bytes_locked(const struct cache *c,
 				  const struct centry *ce, uint32_t n);
-int cache_pages_maps_locked(struct centry *ce);
-int cache_pages_mark_locked(struct cache *c, struct centry *ce,
+int cache_pages_mark_locked(const struct cache *c, struct centry *ce,
 			    uint32_t n, uint32_t lo, uint32_t hi,
 			    uint64_t *added);
-uint64_t cache_pages_drop_locked(struct cache *c, struct centry *ce,
+uint64_t cache_pages_drop_locked(const struct cache *c, struct centry *ce,
 				 uint32_t n);
-uint64_t cache_pages_spend_locked(struct cache *c, struct centry *ce,
-				  uint32_t n, uint32_t lo, uint32_t hi);
-void cache_pages_unspend_locked(struct cache *c, struct centry *ce,
-				uint32_t n, uint32_t lo, uint32_t hi);
-void cache_pages_unlink_locked(struct cache *c, struct centry *ce);
-bool cache_pages_spent_run_locked(const struct cache *c,
-				  const struct centry *ce, uint32_t n,
-				  uint32_t from, uint32_t *lo, uint32_t *hi);
-uint64_t cache_pages_forget_locked(struct cache *c, struct centry *ce,
-				   uint32_t n, uint32_t lo, uint32_t hi);
 void cache_pages_free(struct centry *ce);
 /*
  * The cache's own helpers, shared by its files (cache.c defines them):

@@ -84,55 +84,9 @@ bool epochs_read_ranges(struct epochs *e, struct centry *ce, uint64_t off,
 	return r->n > 0;
 }
 
-/* ranges of a page that one range may share with its neighbours */
-#define PAGE_RANGES	8
-
-/* is page @pg of file @fid part of a listed range a list still expects
- * (more ranges in it than we look at: taken to be) */
-static bool page_wanted(struct epochs *e, uint64_t fid, uint64_t pg)
+void epochs_note_read(struct epochs *e, const struct epochs_read *r)
 {
-	uint64_t keys[PAGE_RANGES];
-	bool unread[PAGE_RANGES];
-	size_t n = ranges_hit(e->ranges, fid, pg, 4096, keys, PAGE_RANGES), k;
-
-	if (n == PAGE_RANGES)
-		return true;
-	lists_unread_many(e->lists, keys, n, unread);
-	for (k = 0; k < n; k++)
-		if (unread[k])
-			return true;
-	return false;
-}
-
-/* the ranges of @r no list expects any more: their pages are spent,
- * but for a page shared with a range still to be read */
-static void spend(struct epochs *e, struct centry *ce,
-		  const struct epochs_read *r)
-{
-	bool unread[EPOCHS_READ_RANGES];
-	struct range g;
-	size_t k;
-
-	lists_unread_many(e->lists, r->keys, r->n, unread);
-	for (k = 0; k < r->n; k++) {
-		uint64_t first, last;
-
-		if (unread[k] || !ranges_get(e->ranges, r->keys[k], &g))
-			continue;
-		first = g.off & ~4095ULL;
-		last = (g.off + g.len - 1) & ~4095ULL;
-		cache_spend_range(e->c, ce, g.off, g.len,
-				  page_wanted(e, g.fid, first),
-				  last != first && page_wanted(e, g.fid, last));
-	}
-}
-
-void epochs_note_read(struct epochs *e, struct centry *ce,
-		      const struct epochs_read *r)
-{
-	if (!r->n)
-		return;
-	if (lists_note_reads(e->lists, r->keys, r->n, r->ready) && e->pf)
+	if (r->n && lists_note_reads(e->lists, r->keys, r->n, r->ready) &&
+	    e->pf)
 		prefetch_kick(e->pf);
-	spend(e, ce, r);
 }

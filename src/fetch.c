@@ -89,7 +89,6 @@ struct preq {
 	uint64_t off;
 	size_t len;
 	uint32_t n0, nn;
-	uint32_t held;			/* chunks served from pages (plan) */
 	int nwait;
 	int err;
 	int64_t parked_us;		/* when it started waiting */
@@ -726,7 +725,7 @@ static void preq_finish(struct fetcher *f, struct preq *pr)
 		serve(f, pr->ce, pr->off, pr->len, pr->n0, pr->nn, pr->bufs,
 		      pr->done, pr->arg);
 	}
-	cache_read_end(f->c, pr->ce, pr->n0, pr->held);
+	cache_busy_put(f->c, pr->ce);
 	free(pr);
 }
 
@@ -802,14 +801,12 @@ static int wait_on_locked(struct fetcher *f, struct preq **prp,
  * return value: chunk @n0 + i), the others planned by cache_read_plan()
  * under the same take of the fetch lock, which is left held unless the
  * plan says 1 (an earlier run's chunk to verify first) or fails.
- * Return: the memory mask; *@rc the plan's answer, *@held its chunks
- * served from pages.
+ * Return: the memory mask; *@rc the plan's answer.
  */
 static uint32_t plan_locked(struct fetcher *f, struct fetch_stream *s,
 			    struct centry *ce, const struct cache_ident *ci,
 			    uint64_t off, uint32_t n0, uint32_t n1, size_t len,
-			    struct chunkbuf **bufs, int *st, uint32_t *held,
-			    int *rc)
+			    struct chunkbuf **bufs, int *st, int *rc)
 {
 	uint32_t n, i, skip = 0;
 	bool pages;
@@ -825,8 +822,7 @@ static uint32_t plan_locked(struct fetcher *f, struct fetch_stream *s,
 			skip |= 1u << i;
 		}
 	}
-	*rc = cache_read_plan(f->c, ce, n0, n1, skip, off, len, pages, st,
-			      held);
+	*rc = cache_read_plan(f->c, ce, n0, n1, skip, off, len, pages, st);
 	if (*rc) {
 		pthread_mutex_unlock(&f->lock);
 		for (i = 0; i <= n1 - n0; i++) {
@@ -903,7 +899,7 @@ int fetch_read_as(struct fetcher *f, struct centry *ce,
 	int st[MAX_READ_CHUNKS];
 	struct preq *pr = NULL, proto;
 	struct cache_ident ci;
-	uint32_t n0, n1, nn, n, i, skip, held = 0, claimed = 0;
+	uint32_t n0, n1, nn, n, i, skip, claimed = 0;
 	int nstart = 0, tries = 0, rc;
 	bool parked, memwait = false;
 	size_t len;
@@ -924,7 +920,7 @@ int fetch_read_as(struct fetcher *f, struct centry *ce,
 	if (!s)
 		s = &f->seq[ci.fid % SEQ_SLOTS];
 	while ((skip = plan_locked(f, s, ce, &ci, off, n0, n1, len, bufs, st,
-				   &held, &rc)),
+				   &rc)),
 	       rc == 1) {
 		if (++tries > 16)
 			return -EIO;
@@ -948,7 +944,6 @@ int fetch_read_as(struct fetcher *f, struct centry *ce,
 	proto.len = len;
 	proto.n0 = n0;
 	proto.nn = nn;
-	proto.held = held;
 	for (n = n0, i = 0; n <= n1 && !rc; n++, i++) {
 		struct chunk_id id = chunk_of(&ci, n);
 		struct inflight *in;
@@ -1028,12 +1023,12 @@ int fetch_read_as(struct fetcher *f, struct centry *ce,
 	} else if (!rc) {
 		stat_inc(f->st, hits);
 		serve(f, ce, off, len, n0, nn, bufs, done, arg);
-		cache_read_end(f->c, ce, n0, held);
+		cache_busy_put(f->c, ce);
 		return 0;
 	}
 	for (i = 0; i < nn; i++)
 		chunkbuf_put(bufs[i]);
-	cache_read_end(f->c, ce, n0, held);
+	cache_busy_put(f->c, ce);
 	return rc;
 }
 

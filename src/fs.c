@@ -755,32 +755,21 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fs *fs = fs_of(req);
 	struct epochs_read er;
-	struct centry *ce;
-	bool sampled;
 	int rc;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_read(req, size, off, fi);
 		return;
 	}
-	ce = file_entry(fi);
-	/* a reader of listed samples reads pages, even at the file's start;
-	 * its entry held past the reply (a RELEASE may follow it at once) */
-	sampled = epochs_read_ranges(fs->d->epochs, ce, off, size, &er);
-	if (sampled) {
+	/* a reader of listed samples reads pages, even at the file's start */
+	if (epochs_read_ranges(fs->d->epochs, file_entry(fi), off, size, &er))
 		atomic_store_explicit(&file_stream(fi)->sampled, true,
 				      memory_order_relaxed);
-		cache_busy_get(fs->d->cache, ce);
-	}
-	rc = fetch_read_as(fs->d->fetch, ce, file_stream(fi), off, size,
-			   read_done, req);
+	rc = fetch_read_as(fs->d->fetch, file_entry(fi), file_stream(fi), off,
+			   size, read_done, req);
 	if (rc < 0)
 		fs_reply_err(req, rc);
-	if (sampled) {
-		/* planned: its chunks held until answered */
-		epochs_note_read(fs->d->epochs, ce, &er);
-		cache_busy_put(fs->d->cache, ce);
-	}
+	epochs_note_read(fs->d->epochs, &er);	/* planned: its file in use */
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino,

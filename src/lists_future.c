@@ -192,28 +192,16 @@ void lists_next_use_many(void *arg, const uint64_t *fids, uint64_t *uses,
 
 bool lists_unread_now(struct lists *l, uint64_t fid)
 {
-	bool unread;
-
-	lists_unread_many(l, &fid, 1, &unread);
-	return unread;
-}
-
-void lists_unread_many(struct lists *l, const uint64_t *fids, size_t n,
-		       bool *unread)
-{
+	bool unread = false;
 	uint64_t now;
 	unsigned i;
-	size_t k;
 
 	pthread_mutex_lock(&l->lock);
 	now = l->now_ms(l->clock_arg);
-	for (k = 0; k < n; k++) {
-		unread[k] = false;
-		for (i = 0; i < l->n && !unread[k]; i++)
-			unread[k] = !is_idle(l, l->l[i], now) &&
-				    ahead_now(l->l[i], fids[k]);
-	}
+	for (i = 0; i < l->n && !unread; i++)
+		unread = !is_idle(l, l->l[i], now) && ahead_now(l->l[i], fid);
 	pthread_mutex_unlock(&l->lock);
+	return unread;
 }
 
 uint64_t lists_next_use(void *arg, uint64_t fid)

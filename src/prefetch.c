@@ -270,41 +270,22 @@ static bool full_round(struct prefetcher *p)
  * stored, LIST_END if the cache has no room for the range (its list's
  * later ranges would not fit either), else WALK_ON.
  */
-/*
- * The cache would not take @need more bytes for @ce: pages of ranges the
- * readers read this epoch go first (needed an epoch later at the
- * soonest, after every range of the window), then ask again.
- */
-static bool room_from_spent(struct prefetcher *p, struct centry *ce,
-			    uint64_t need)
-{
-	uint64_t avail = cache_free(p->c);
-
-	if (avail < need && !cache_free_spent(p->c, need - avail))
-		return false;
-	return cache_free(p->c) >= need ||
-	       cache_admits(p->c, ce, need, ADMIT_PREFETCH);
-}
-
 static enum walk walk_range(struct prefetcher *p, size_t i,
 			    const struct range *r)
 {
 	enum walk w = WALK_ON;
 	struct centry *ce;
 	uint64_t size, need;
-	bool full, read;
+	bool full;
 	int st;
 
 	ce = hold(p, r->fid, &size);
 	if (!ce)
 		return WALK_ON;
-	/* on disk and still to be read: wanted again, so not spent (a
-	 * reader read it an epoch ago); the window is what comes next */
-	read = p->current[i] && !lists_unread_now(p->lists, p->fids[i]);
-	st = read ? cache_range_state(p->c, ce, r->off, r->len) :
-		    cache_range_wanted(p->c, ce, r->off, r->len);
+	st = cache_range_state(p->c, ce, r->off, r->len);
 	p->ready[i] = st == CH_PRESENT;
-	if (st != CH_ABSENT || read)
+	if (st != CH_ABSENT ||
+	    (p->current[i] && !lists_unread_now(p->lists, p->fids[i])))
 		goto out;
 	pthread_mutex_lock(&p->lock);
 	full = p->full;
@@ -314,8 +295,7 @@ static enum walk walk_range(struct prefetcher *p, size_t i,
 	if (full)
 		w = WALK_END;
 	else if (cache_free(p->c) < need &&
-		 !cache_admits(p->c, ce, need, ADMIT_PREFETCH) &&
-		 !room_from_spent(p, ce, need))
+		 !cache_admits(p->c, ce, need, ADMIT_PREFETCH))
 		w = LIST_END;
 	else if (fetch_prefetch_range(p->f, ce, r->off, r->len) == -EBUSY)
 		w = WALK_END;

@@ -375,31 +375,25 @@ static void test_read_plan(void)
 	char *data[1], *got = malloc(3 * CS);
 	struct centry *ce, *fresh;
 	int st[3] = { -1, -1, -1 };
-	uint32_t held;
 	struct env e;
 
 	restart_with(&e, keys, 1, data);
 	ce = attach(&e, "p0", NULL);
 	/* chunk 1 unverified: nothing done, verify first */
-	CHECK_INT(cache_read_plan(e.cache, ce, 0, 1, 0, 0, 10, false, st,
-				  &held), ==, 1);
+	CHECK_INT(cache_read_plan(e.cache, ce, 0, 1, 0, 0, 10, false, st), ==, 1);
 	CHECK_INT(st[0], ==, -1);
 	/* chunk 1 served from memory: not looked at */
-	CHECK_INT(cache_read_plan(e.cache, ce, 1, 1, 1, 0, 10, false, st,
-				  &held), ==, 0);
+	CHECK_INT(cache_read_plan(e.cache, ce, 1, 1, 1, 0, 10, false, st), ==, 0);
 	cache_busy_put(e.cache, ce);
-	CHECK_INT(cache_read_plan(e.cache, ce, 0, 3, 0, 0, 10, false, st,
-				  &held), ==, -ERANGE);
+	CHECK_INT(cache_read_plan(e.cache, ce, 0, 3, 0, 0, 10, false, st), ==, -ERANGE);
 	CHECK_INT(cache_verify_file(e.cache, ce), ==, 0);
-	CHECK_INT(cache_read_plan(e.cache, ce, 0, 2, 0, 0, 10, false, st,
-				  &held), ==, 0);
+	CHECK_INT(cache_read_plan(e.cache, ce, 0, 2, 0, 0, 10, false, st), ==, 0);
 	CHECK(st[0] == CH_PRESENT && st[1] == CH_PRESENT && st[2] == CH_PRESENT);
 	cache_busy_put(e.cache, ce);
 	/* an uncached file: its chunks claimed for the caller */
 	mem_put(e.be, "p1", data[0], 2 * CS + 5);
 	fresh = attach(&e, "p1", NULL);
-	CHECK_INT(cache_read_plan(e.cache, fresh, 1, 2, 2, 0, 10, false, st,
-				  &held), ==, 0);
+	CHECK_INT(cache_read_plan(e.cache, fresh, 1, 2, 2, 0, 10, false, st), ==, 0);
 	CHECK_INT(st[0], ==, CH_ABSENT);
 	CHECK_INT(cache_chunk_state(e.cache, fresh, 1), ==, CH_FETCHING);
 	CHECK_INT(cache_chunk_state(e.cache, fresh, 2), ==, CH_ABSENT);

@@ -335,59 +335,6 @@ static void test_readers_of_the_same_pages_share_a_read(void)
 	free(data);
 }
 
-/* pages of ranges read this epoch (spent) go first when a range needs
- * room: punched and fetched again if read again; never while a reply is
- * being copied from their chunk; not when wanted again; a page shared
- * with a range still to be read is kept */
-static void test_spent_pages(void)
-{
-	struct env e;
-	char *data = pattern(8 * CS, 17);
-	uint64_t a = FAR + CS + 5 * PG + 10, b = FAR + 2 * CS + 7 * PG + 20;
-	uint32_t nb = (uint32_t)(b / CS), held;
-	int st[1];
-	struct centry *ce;
-
-	env_init(&e, 64 * CS, 8, READ_DIRECT);
-	mem_put(e.be, "tokens", data, 8 * CS);
-	ce = attach(&e, "tokens", NULL);
-	CHECK_INT(fetch_prefetch_range(e.fetch, ce, a, 8196), ==, 1);
-	CHECK_INT(fetch_prefetch_range(e.fetch, ce, b, 8196), ==, 1);
-	fetch_drain(e.fetch);
-	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 6 * PG);
-	/* nothing spent: nothing to drop */
-	CHECK_INT(cache_free_spent(e.cache, CS), ==, 0);
-	cache_spend_range(e.cache, ce, a, 8196, false, false);
-	CHECK_INT(cache_free_spent(e.cache, 1), ==, 3 * PG);
-	CHECK_INT(e.st.spent_bytes_dropped, ==, 3 * PG);
-	CHECK_INT(e.st.evicted_bytes, ==, 3 * PG);
-	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 3 * PG);
-	CHECK_INT(cache_range_state(e.cache, ce, a, 8196), ==, CH_ABSENT);
-	read_check(&e, ce, data, a, 8196);	/* fetched again, right */
-	CHECK_INT(mem_reads(e.be), ==, 3);
-	/* a reply being copied from b's chunk: its pages stay till it ends */
-	CHECK_INT(cache_read_plan(e.cache, ce, nb, nb, 0, b, 8196, true, st,
-				  &held), ==, 0);
-	CHECK(st[0] == CH_PRESENT && held == 1);
-	cache_spend_range(e.cache, ce, b, 8196, false, false);
-	CHECK_INT(cache_free_spent(e.cache, CS), ==, 0);
-	cache_read_end(e.cache, ce, nb, held);
-	CHECK_INT(cache_free_spent(e.cache, CS), ==, 3 * PG);
-	/* a's pages spent, then wanted again by the window: kept */
-	cache_spend_range(e.cache, ce, a, 8196, false, false);
-	CHECK_INT(cache_range_wanted(e.cache, ce, a, 8196), ==, CH_PRESENT);
-	CHECK_INT(cache_free_spent(e.cache, CS), ==, 0);
-	/* its first and last page shared with ranges to come: the middle */
-	cache_spend_range(e.cache, ce, a, 8196, true, true);
-	CHECK_INT(cache_free_spent(e.cache, CS), ==, PG);
-	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 2 * PG);
-	read_check(&e, ce, data, a, 8196);
-	CHECK_INT(cache_file_bytes(e.cache, fid_of("tokens")), ==, 3 * PG);
-	cache_detach(e.cache, ce);
-	env_fini(&e);
-	free(data);
-}
-
 int main(void)
 {
 	runner_name = "test_pages";
@@ -401,6 +348,5 @@ int main(void)
 	TEST(test_restart_drops_pages);
 	TEST(test_range_prefetch);
 	TEST(test_readers_of_the_same_pages_share_a_read);
-	TEST(test_spent_pages);
 	return runner_done();
 }
