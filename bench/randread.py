@@ -133,6 +133,11 @@ class Fusefs:
     def backend_bytes(self):
         return bl.fusefs_stats(self.mnt)["bytes_from_backend"]
 
+    def counters(self):
+        """the counters a tokens epoch reports (0 for one this build lacks)"""
+        st = bl.fusefs_stats(self.mnt)
+        return {k: st.get(k, 0) for k in ("bytes_from_backend", "stall_us")}
+
     def usage(self):
         """the daemon's CPU seconds and peak RSS (MiB) so far"""
         return {"cpu": bl.proc_cpu(self.d.pid), "rss": bl.rss_kib(self.d.pid, "VmHWM") / 1024}
@@ -161,7 +166,14 @@ def main():
     ap.add_argument("--seq-mib", type=int, default=64)
     ap.add_argument("--workloads", default="tokens,records,seq")
     ap.add_argument("--lists", action="store_true",
-                    help="also --bin with the tokens epochs published as range lists")
+                    help="also --bin (and --base-bin) with the tokens epochs "
+                         "published as range lists")
+    ap.add_argument("--no-queue", dest="lists_queue", action="store_false",
+                    help="with --lists, publish each epoch at its start only "
+                         "(no queued next epoch)")
+    ap.add_argument("--drop-each-epoch", action="store_true",
+                    help="drop the page cache before every tokens epoch, not only "
+                         "before the first (a dataset far larger than RAM)")
     ap.add_argument("--compute-ms", type=float, default=0.0)
     ap.add_argument("--cache-ratio", type=float, default=0.5)
     ap.add_argument("--out")
@@ -194,7 +206,8 @@ def run(a, work, cleanup):
     roffs = [rng.randrange(0, a.record_file_mib * MIB - HEADER - BODY)
              for _ in range(a.records)]
     configs = [("local", None)] + ([("base", a.base_bin)] if a.base_bin else []) + \
-        [("new", a.bin)] + ([("lists", a.bin)] if a.lists else [])
+        [("new", a.bin)] + ([("lists", a.bin)] if a.lists else []) + \
+        ([("base-lists", a.base_bin)] if a.lists and a.base_bin else [])
     res = {c: {w: [] for w in ("tokens", "records", "seq")} for c, _ in configs}
     want = {}
     for r in range(a.rounds):
@@ -228,19 +241,23 @@ def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
         cache = int(a.token_mib * MIB * a.cache_ratio)
         with Fusefs(name, binary, src, work, cleanup, cache) as m:
             bl.drop_caches(1)
-            ep, before = [], 0
+            ep, before = [], m.counters()
             for e, order in enumerate(orders):
-                if name == "lists":
-                    publish_ranges(m.mnt, orders, e)
+                if e and a.drop_each_epoch:
+                    bl.drop_caches(1)
+                if name.endswith("lists"):
+                    publish_ranges(m.mnt, orders, e, a.lists_queue)
                 dt, sums = tokens_epoch(os.path.join(m.mnt, "tokens.bin"), order,
                                         advice=a.madvise, compute_ms=a.compute_ms)
                 check(want, "tokens%d" % e, sums)
-                now = m.backend_bytes()
-                ep.append({"s": dt, "backend": now - before})
+                now = m.counters()
+                ep.append({"s": dt,
+                           "backend": now["bytes_from_backend"] - before["bytes_from_backend"],
+                           "stall_s": (now["stall_us"] - before["stall_us"]) / 1e6})
                 before = now
             ep[-1].update(m.usage())    # CPU and peak of the whole mount
             res[name]["tokens"].append(ep)
-    if name == "lists":
+    if name.endswith("lists"):
         return
     if "records" in a.workloads:
         records_config(a, name, binary, src, work, cleanup, rec, roffs, res, want)
@@ -248,15 +265,16 @@ def one_config(a, name, binary, src, work, cleanup, orders, roffs, res, want):
         seq_config(a, name, binary, src, work, cleanup, seqs, res, want)
 
 
-def publish_ranges(mnt, orders, e):
-    """epoch @e begins with its order as ranges; epoch e + 1 queued"""
+def publish_ranges(mnt, orders, e, queue=True):
+    """epoch @e begins with its order as ranges; with @queue epoch e + 1
+    queued (as the Python helper does)"""
     def text(k, head):
         return head + "".join("tokens.bin\t%d\t%d\n" % (s * SAMPLE, SAMPLE)
                               for s in orders[k])
     path = os.path.join(mnt, ".fusefs", "lists", "bench")
     with open(path, "w") as f:
         f.write(text(e, "# epoch %d\n# begin\n" % e))
-    if e + 1 < len(orders):
+    if queue and e + 1 < len(orders):
         with open(path, "w") as f:
             f.write(text(e + 1, "# epoch %d\n" % (e + 1)))
 
@@ -266,6 +284,8 @@ def local_config(a, name, tok, rec, seqs, orders, roffs, res, want):
         bl.drop_caches(1)
         ep = []
         for e, order in enumerate(orders):
+            if e and a.drop_each_epoch:
+                bl.drop_caches(1)
             dt, sums = tokens_epoch(tok, order, advice=a.madvise, compute_ms=a.compute_ms)
             check(want, "tokens%d" % e, sums)
             ep.append({"s": dt, "backend": 0})
@@ -329,21 +349,21 @@ def report(a, configs, res):
     print()
     print("| tokens epoch | config | time (s, median) | ÷ local (median of per-round ratios) "
           "| backend bytes ÷ sample bytes | backend bytes ÷ sample pages "
-          "| daemon CPU s | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| stall s | daemon CPU s | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for e in range(a.epochs):
         pages = 4096 * sum((s * SAMPLE + SAMPLE + 4095) // 4096 - s * SAMPLE // 4096
                            for s in a.orders[e])
         for c, _ in configs:
             runs = [r[e] for r in res[c]["tokens"]]
             ratios = [x["s"] / l[e]["s"] for x, l in zip(runs, res["local"]["tokens"])]
-            print("| %d | %s | %.2f | %.2f | %s | %s | %s | %s |" % (
+            print("| %d | %s | %.2f | %.2f | %s | %s | %s | %s | %s |" % (
                 e + 1, c, med([x["s"] for x in runs]), med(ratios),
                 "-" if c == "local" else "%.2f" % med([x["backend"] / tok_bytes
                                                         for x in runs]),
                 "-" if c == "local" else "%.2f" % med([x["backend"] / pages
                                                         for x in runs]),
-                use(runs, "cpu"), use(runs, "rss")))
+                use(runs, "stall_s"), use(runs, "cpu"), use(runs, "rss")))
 
 if __name__ == "__main__":
     main()

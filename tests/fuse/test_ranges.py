@@ -44,6 +44,18 @@ def samples(n, size, seed):
     return out
 
 
+def read_samples(m, data, offs):
+    """read each sample of tokens.bin at @offs, one pread each (the
+    kernel's read-ahead off), every byte checked"""
+    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for off in offs:
+            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE], off
+    finally:
+        os.close(fd)
+
+
 def listed_samples(mounter, src, n, seed, name):
     """a 16 MiB token file, @n samples of it published as list @name and
     prefetched: (mount, data, sample offsets, bytes of their pages)"""
@@ -139,13 +151,7 @@ def test_ranges_past_the_cache_are_not_fetched_twice(mounter, src):
     pages = sum(len(pages_of(o, SAMPLE)) for o in offs) * PAGE
     assert pages > 2.5 * 4 * MIB
     assert wait_for(lambda: m.stats()["page_bytes_stored"] >= 3 * MIB), m.stats()
-    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        for off in offs:
-            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE], off
-    finally:
-        os.close(fd)
+    read_samples(m, data, offs)
     st = m.stats()
     assert st["bytes_from_backend"] <= 1.2 * pages, (st, pages)
     assert status(m, "big")["read"] == len(offs)
@@ -212,13 +218,7 @@ def test_a_file_listed_by_ranges_keeps_its_pages_for_later_files(mounter, src):
     assert st["evictions"] == 0, st
     assert st["staged_chunks"] >= 1, st
     assert st["page_bytes_stored"] == want, (st, want)
-    fd = os.open(m.path("tokens.bin"), os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        for off in offs:
-            assert os.pread(fd, SAMPLE, off) == data[off:off + SAMPLE], off
-    finally:
-        os.close(fd)
+    read_samples(m, data, offs)
     st2 = m.stats()
     assert st2["bytes_from_backend"] == st["bytes_from_backend"], (st, st2)
     with open(m.path("later.bin"), "rb") as f:

@@ -13,8 +13,7 @@ For --seconds, all at once:
   * list publishers: .fusefs/lists/NAME with "# epoch N" and "# begin N"
     headers, numbered and not, some out of order (ESTALE/EBUSY allowed),
     some of sample ranges (PATH<TAB>OFFSET<TAB>LENGTH) that the readers
-    then read one by one (the pages of those read are spent and dropped
-    to prefetch the next while other readers read them);
+    then read one by one (pages prefetched and read while eviction runs);
   * stats readers: .fusefs/stats, the stats xattr, .fusefs/heat, list
     status files, `fusefs status`, the Prometheus endpoint;
   * a cache much smaller than the dataset, so eviction runs all the time,
@@ -368,7 +367,7 @@ class Stress:
         with open(os.path.join(self.mnt, ".fusefs", "stats")) as f:
             for line in f:
                 k, _, v = line.partition(" ")
-                if k in ("evicted_bytes", "page_bytes_stored", "spent_bytes_dropped"):
+                if k in ("evicted_bytes", "page_bytes_stored"):
                     self.count(f"daemon_{k}", int(v))
         return self.umount()
 
