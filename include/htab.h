@@ -27,6 +27,8 @@ struct htab {
 
 void htab_init(struct htab *h, uint64_t (*key_of)(const void *item));
 void htab_release(struct htab *h);	/* frees the slots, not the items */
+/* htab_free() - @free_item on every item, then htab_release() */
+void htab_free(struct htab *h, void (*free_item)(void *item));
 /* htab_get() - the item with @key or NULL */
 void *htab_get(const struct htab *h, uint64_t key);
 /* htab_put() - insert @item (its key must be absent); 0 or -ENOMEM */

@@ -32,6 +32,16 @@ void htab_init(struct htab *h, uint64_t (*key_of)(const void *item))
 	h->key_of = key_of;
 }
 
+void htab_free(struct htab *h, void (*free_item)(void *item))
+{
+	size_t i;
+
+	for (i = 0; i < h->cap; i++)
+		if (h->slot[i])
+			free_item(h->slot[i]);
+	htab_release(h);
+}
+
 void htab_release(struct htab *h)
 {
 	free(h->slot);

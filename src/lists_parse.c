@@ -22,21 +22,19 @@ static uint64_t franges_key(const void *f)
 	return ((const struct franges *)f)->fid;
 }
 
+static void franges_free(void *item)
+{
+	struct franges *f = item;
+
+	free(f->idx);
+	free(f);
+}
+
 void epoch_free(struct epoch *e)
 {
-	size_t i;
-
 	if (!e)
 		return;
-	for (i = 0; i < e->by_file.cap; i++) {
-		struct franges *f = e->by_file.slot[i];
-
-		if (f) {
-			free(f->idx);
-			free(f);
-		}
-	}
-	htab_release(&e->by_file);
+	htab_free(&e->by_file, franges_free);
 	htab_release(&e->by_fid);
 	free(e->file);
 	free(e->ents);

@@ -1133,22 +1133,20 @@ void nsmgr_stop(struct nsmgr *nm)
 	}
 }
 
+static void recheck_free(void *item)
+{
+	struct recheck *r = item;
+
+	free(r->key);
+	free(r);
+}
+
 void nsmgr_close(struct nsmgr *nm)
 {
-	size_t i;
-
 	if (!nm)
 		return;
 	nsmgr_stop(nm);
-	for (i = 0; i < nm->checks.cap; i++) {
-		struct recheck *r = nm->checks.slot[i];
-
-		if (r) {
-			free(r->key);
-			free(r);
-		}
-	}
-	htab_release(&nm->checks);
+	htab_free(&nm->checks, recheck_free);
 	while (nm->retired) {
 		struct nsmgr_tree *t = nm->retired;
 

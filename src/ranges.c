@@ -51,24 +51,20 @@ int ranges_create(struct ranges **out)
 	return 0;
 }
 
+static void rfile_free(void *item)
+{
+	struct rfile *f = item;
+
+	free(f->v);
+	free(f);
+}
+
 void ranges_destroy(struct ranges *r)
 {
-	size_t i;
-
 	if (!r)
 		return;
-	for (i = 0; i < r->by_key.cap; i++)
-		free(r->by_key.slot[i]);
-	for (i = 0; i < r->by_fid.cap; i++) {
-		struct rfile *f = r->by_fid.slot[i];
-
-		if (f) {
-			free(f->v);
-			free(f);
-		}
-	}
-	htab_release(&r->by_key);
-	htab_release(&r->by_fid);
+	htab_free(&r->by_key, free);
+	htab_free(&r->by_fid, rfile_free);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }

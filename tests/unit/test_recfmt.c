@@ -223,6 +223,33 @@ static void test_htab(void)
 	free(items);
 }
 
+static int items_freed;
+
+static void item_free(void *p)
+{
+	items_freed++;
+	free(p);
+}
+
+/* htab_free(): each item once, then the table (ASan sees any leak) */
+static void test_htab_free(void)
+{
+	struct htab h;
+	int i;
+
+	htab_init(&h, item_key);
+	for (i = 0; i < 100; i++) {
+		struct item *it = malloc(sizeof(*it));
+
+		it->key = (uint64_t)i * 7;
+		CHECK_INT(htab_put(&h, it), ==, 0);
+	}
+	free(htab_del(&h, 7));
+	htab_free(&h, item_free);
+	CHECK_INT(items_freed, ==, 99);
+	CHECK(h.slot == NULL && h.cap == 0);
+}
+
 /*
  * A stored value of format 2 is sealed over its key and bytes: every
  * single flipped bit, a shorter value and another key are refused; a
@@ -285,6 +312,7 @@ int main(void)
 	TEST(test_sizes);
 	TEST(test_conf);
 	TEST(test_htab);
+	TEST(test_htab_free);
 	TEST(test_seal);
 	return runner_done();
 }
