@@ -65,8 +65,8 @@ struct epochs_read {
 
 /*
  * epochs_read_ranges() - the listed ranges that a READ of [@off, @off +
- * @len) of @ce overlaps, into @r, before the read is planned.  Nothing
- * (one atomic load) while no range was ever listed.
+ * @len) of @ce overlaps, into @r.  Nothing (one atomic load) while no
+ * range was ever listed.
  * Return: does the read overlap a listed range?
  */
 struct centry;
@@ -75,9 +75,11 @@ bool epochs_read_ranges(struct epochs *e, struct centry *ce, uint64_t off,
 /*
  * epochs_note_read() - count the ranges of @r as read (their "open",
  * lists_note_reads()) and wake the prefetcher if a list moved.  Called
- * after the read was planned: until it is answered it holds its file in
- * use, so the uses that move on (a range read is no longer the file's
- * next use) cannot make the policy evict the bytes it is about to serve.
+ * before the read is answered, so a reader that asks for its list's
+ * status right after sees it, and with its file held in use (a busy
+ * reference) until then: the uses it moves on (a range read is no longer
+ * the file's next use) must not let the policy evict the bytes the read
+ * is about to be served from.
  */
 void epochs_note_read(struct epochs *e, const struct epochs_read *r);
 

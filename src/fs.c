@@ -754,22 +754,35 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	struct centry *ce = file_entry(fi);
 	struct epochs_read er;
+	bool sampled;
 	int rc;
 
 	if (fs_is_ctl(fs, ino)) {
 		fs_ctl_read(req, size, off, fi);
 		return;
 	}
-	/* a reader of listed samples reads pages, even at the file's start */
-	if (epochs_read_ranges(fs->d->epochs, file_entry(fi), off, size, &er))
+	/*
+	 * A read of listed samples: its handle reads pages, even at the
+	 * file's start; its ranges count as read before it is answered (a
+	 * status read right after it sees them), with the file held in use
+	 * until then, so that the uses this moves on cannot make the policy
+	 * evict the bytes it is about to be served from.
+	 */
+	sampled = epochs_read_ranges(fs->d->epochs, ce, off, size, &er);
+	if (sampled) {
 		atomic_store_explicit(&file_stream(fi)->sampled, true,
 				      memory_order_relaxed);
-	rc = fetch_read_as(fs->d->fetch, file_entry(fi), file_stream(fi), off,
-			   size, read_done, req);
+		cache_busy_get(fs->d->cache, ce);
+		epochs_note_read(fs->d->epochs, &er);
+	}
+	rc = fetch_read_as(fs->d->fetch, ce, file_stream(fi), off, size,
+			   read_done, req);
 	if (rc < 0)
 		fs_reply_err(req, rc);
-	epochs_note_read(fs->d->epochs, &er);	/* planned: its file in use */
+	if (sampled)
+		cache_busy_put(fs->d->cache, ce);
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino,
