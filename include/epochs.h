@@ -15,9 +15,9 @@
  *   - the table of the ranges that range lines name (ranges.h), given to
  *     the lists (their keys) and to the prefetcher (what to fetch).
  * Data-path opens come here from fs.c (epochs_note_open()), and reads of
- * files that have listed ranges (epochs_read_ranges(), epochs_note_read()); the control
- * files publish and read lists through ctl.c, which kicks the prefetcher
- * itself.
+ * files that have listed ranges (epochs_read_ranges(),
+ * epochs_note_read()); the control files publish and read lists through
+ * ctl.c, which kicks the prefetcher itself.
  *
  * Locks: none of its own.  The future and the wanted hook run under the
  * cache and fetch locks and take only the lists lock.
