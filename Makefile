@@ -36,7 +36,7 @@ ALL_LDLIBS  = $(PKG_LIBS) -llmdb -lrados -lm -pthread $(LDLIBS)
 
 # modules without a foreign library beyond libc/xxhash/lmdb: unit-testable
 CORE    = log safeopen strsafe ranges bgthread testhook openbound conf hash htab pathmap ns ns_build recfmt meta stats heatheap useheap policy \
-          chunkbuf memchunk stageset membudget linkrate cache cache_pages cache_verify cache_load cache_spare cache_move fetch \
+          chunkbuf memchunk stageset membudget linkrate cache cache_pages cache_verify cache_load cache_stop cache_spare cache_move fetch \
           s3sign s3list s3walk lists lists_parse lists_future lists_text lists_window epochs backend_file manifest mountinfo
 SRCS    = $(CORE) creds backend backend_rados backend_s3 nsmgr report prefetch ctl \
           fs fs_ctl fs_xattr bdi passthrough verifier \

@@ -65,6 +65,7 @@ struct fusefs_conf {
 	enum read_mode read_mode;
 	bool passthrough;	/* --passthrough auto (true) or off */
 	bool page_reads;	/* --random-reads pages (true) or chunks */
+	bool trust_stop;	/* --trust-clean-stop on (true) or off */
 	char *evict;		/* policy: lru, heat, auto */
 	unsigned heat_half_life_s;
 	unsigned list_idle_s;	/* a list without opens is idle after this */

@@ -110,6 +110,18 @@ int meta_chunks_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
 int meta_heat_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
 		   const struct heat_rec *r), void *arg);
 
+/*
+ * Clean-stop records (cache_stop.c), synchronous: meta_stopped_write()
+ * replaces all of them with @n records in one durable commit;
+ * meta_stopped_load() hands each to @fn (damaged ones skipped);
+ * meta_stopped_clear() drops them all, durably.  -errno
+ */
+int meta_stopped_write(struct meta *m, const uint64_t *fid,
+		       const struct stop_rec *r, size_t n);
+int meta_stopped_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
+		      const struct stop_rec *r), void *arg);
+int meta_stopped_clear(struct meta *m);
+
 /* queued updates, applied in call order */
 void meta_q_file(struct meta *m, uint64_t fid, const struct file_rec *r);
 void meta_q_chunk(struct meta *m, uint64_t fid, uint32_t n,

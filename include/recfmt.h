@@ -47,11 +47,27 @@ struct heat_rec {		/* heat: fid -> access history */
 	bool pinned;
 };
 
+/*
+ * stopped: fid -> a data file as a clean stop left it (cache_stop.c).
+ * Its chunks were all verified and synced, and the data file's identity
+ * then is what a start compares with the file it finds.
+ */
+struct stop_rec {
+	uint64_t gen;		/* the data file's version hash (its name) */
+	uint64_t ino;
+	uint64_t size;		/* st_size */
+	int64_t mtime_ns;	/* st_mtim, nanoseconds since the epoch */
+	int64_t ctime_ns;	/* st_ctim: no write leaves it unchanged */
+	uint32_t chunks;	/* indexed chunks, all verified */
+	uint64_t sums;		/* cache_stop_sums() of their (n, sum) */
+};
+
 #define FID_KEY_LEN	8
 #define CHUNK_KEY_LEN	12
 #define FILE_REC_MAX	(24 + NS_VERSION_MAX)
 #define CHUNK_REC_LEN	24
 #define HEAT_REC_LEN	40
+#define STOP_REC_LEN	56
 #define ATTR_REC_MAX	(32 + NS_VERSION_MAX)
 
 void fid_key(uint8_t out[FID_KEY_LEN], uint64_t fid);
@@ -66,6 +82,8 @@ size_t chunk_rec_encode(uint8_t *out, const struct chunk_rec *r);
 int chunk_rec_decode(const uint8_t *p, size_t len, struct chunk_rec *r);
 size_t heat_rec_encode(uint8_t *out, const struct heat_rec *r);
 int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r);
+size_t stop_rec_encode(uint8_t *out, const struct stop_rec *r);
+int stop_rec_decode(const uint8_t *p, size_t len, struct stop_rec *r);
 /* the namespace cache: object name -> attributes; a record with a size
  * over NS_SIZE_TOO_BIG or nanoseconds over 999,999,999 is -EINVAL */
 size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a);

@@ -58,6 +58,8 @@
 	X(verifier_failed)	/* chunks it found damaged (dropped) */	\
 	X(verifier_open_waits)	/* opens that waited for their file's check */ \
 	X(verifier_kept)	/* verified chunks handed to open files' readers */ \
+	X(stop_trusted_chunks)	/* not read: file as the clean stop left it */ \
+	X(stop_changed_files)	/* recorded at a clean stop, changed since */ \
 	X(data_flushes)		/* FLUSH requests for data files */	\
 	X(data_file_opens)	/* data files opened (kept open while idle) */ \
 	X(data_files_reused)	/* of those, new ones made of spares */	\

@@ -54,5 +54,5 @@ sleep 1
 "$BIN" mount rados://fusefs/imagenet-mini "$MNT" --cache-dir "$W/cache" \
 	--cache-size 1G --ceph-conf "$CONF"
 echo "read after remount:                 $(timed_read)"
-"$BIN" stats "$MNT" | grep -E '^(bytes_from|verified_chunks|checksum)'
+"$BIN" stats "$MNT" | grep -E '^(bytes_from|verified_chunks|stop_trusted|checksum)'
 echo "== done: unmounting and stopping the cluster =="

@@ -44,12 +44,12 @@ make SAN=1 -j"$(nproc)" unit UNIT_SKIP=test_rank_sample UNIT_NOFORK=1
 # when both are done.
 stage "FUSE tests (sanitized) and, meanwhile, integration tests: scripts and scale tests on the plain build"
 ilog=$(mktemp /tmp/fusefs-test-integration.XXXXXX)
-tests/run-integration.sh build/bin/fusefs -m nosan >"$ilog" 2>&1 &
+tests/run-integration.sh build/bin/fusefs -m nosan --durations=12 >"$ilog" 2>&1 &
 ipid=$!
 # three pytest workers (pytest-xdist): a FUSE test mostly waits on the
 # kernel and the daemon, one worker keeps a core a third busy
 frc=0
-tests/run-fuse.sh build-san/bin/fusefs -n "${FUSE_JOBS:-3}" || frc=$?
+tests/run-fuse.sh build-san/bin/fusefs -n "${FUSE_JOBS:-3}" --durations=12 || frc=$?
 irc=0
 wait "$ipid" || irc=$?
 echo "== integration tests: scripts and scale tests on the plain build (ended with $irc) =="
@@ -60,5 +60,5 @@ if [ "$frc" != 0 ] || [ "$irc" != 0 ]; then
 fi
 
 stage "integration tests: the sanitized daemon"
-tests/run-integration.sh build-san/bin/fusefs -m "not nosan"
+tests/run-integration.sh build-san/bin/fusefs -m "not nosan" --durations=12
 stage "done"

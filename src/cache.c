@@ -1500,6 +1500,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	c->meta = m;
 	c->st = st;
 	c->chunk_size = cf->chunk_size;
+	c->trust_stop = cf->trust_stop;
 	c->lock_fd = -1;
 	c->dirfd = -1;
 	c->idle_max = idle_max();
@@ -1558,6 +1559,7 @@ void cache_close(struct cache *c)
 		return;
 	bgthread_stop(c->heat);
 	flush_heat_locked(c);
+	cache_stop_record(c);
 	free_entries(c);
 	policy_release(&c->pol);
 	spares_destroy(c);

@@ -155,9 +155,9 @@ static void drop_unfound(struct cache *c, unsigned *chunks, unsigned *files)
  * disk (a crash between an eviction, or a move, and its commit) are
  * forgotten.
  */
-static void sweep_orphans(struct cache *c)
+static void sweep_orphans(struct cache *c, struct htab *stops)
 {
-	unsigned punched = 0, lost_chunks = 0, lost_files = 0;
+	unsigned punched = 0, lost_chunks = 0, lost_files = 0, trusted = 0;
 	char path[PATH_MAX];
 	unsigned i;
 	int fd;
@@ -202,6 +202,9 @@ static void sweep_orphans(struct cache *c)
 				continue;
 			}
 			ce->on_disk = true;
+			/* before this start changes it (below) */
+			if (cache_stop_trust(c, stops, ce, &sb))
+				trusted++;
 			/* more on disk than indexed: punch the rest (a file
 			 * may also miss indexed chunks: looked for below) */
 			if ((uint64_t)sb.st_blocks * 512 > ce->used + BLK)
@@ -213,6 +216,9 @@ static void sweep_orphans(struct cache *c)
 		closedir(d);
 	}
 	drop_unfound(c, &lost_chunks, &lost_files);
+	if (stops->used)
+		log_info("cache: %u of %zu data files as the last clean stop left them: their chunks are not read again; the rest are verified",
+			 trusted, stops->used);
 	if (punched || lost_chunks)
 		log_info("cache: %u indexed chunks were not on disk (%u of them in %u missing data files): an eviction was not committed before the last stop; forgotten",
 			 punched + lost_chunks, lost_chunks, lost_files);
@@ -364,6 +370,7 @@ int cache_check_dir(const char *dir, char *at, size_t len)
 
 int cache_load(struct cache *c, const struct fusefs_conf *cf)
 {
+	struct htab stops;
 	int rc;
 
 	rc = lock_dir(c);
@@ -393,6 +400,8 @@ int cache_load(struct cache *c, const struct fusefs_conf *cf)
 	for (size_t i = 0; i < c->tab.cap; i++)
 		if (c->tab.slot[i])
 			policy_add(&c->pol, ((struct centry *)c->tab.slot[i])->pn);
-	sweep_orphans(c);
+	cache_stop_take(c, &stops);
+	sweep_orphans(c, &stops);
+	cache_stop_release(&stops);
 	return 0;
 }

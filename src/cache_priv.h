@@ -11,6 +11,7 @@
 #define FUSEFS_CACHE_PRIV_H
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "bgthread.h"
 #include "cache.h"
@@ -157,6 +158,7 @@ struct cache {
 	int lock_fd;
 	uint32_t chunk_size;
 	bool direct;		/* O_DIRECT usable for the data files */
+	bool trust_stop;	/* --trust-clean-stop (cache_stop.c) */
 	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
 	struct spares spares;	/* its own lock (a leaf) */
@@ -274,5 +276,24 @@ bool spare_take(struct cache *c, const char *path);
  * Return: 0 or -errno (message printed).
  */
 int cache_load(struct cache *c, const struct fusefs_conf *cf);
+
+/*
+ * Clean-stop records (cache_stop.c), single-threaded.
+ * cache_stop_record() - at a stop, after every thread that writes data
+ * files: commit the index queue, syncfs() the cache, record each data
+ * file whose indexed chunks are all verified (replacing the records of
+ * the last stop).  Nothing is recorded if a step fails.
+ * cache_stop_take() - at start, after the index is loaded: the records
+ * of the last clean stop into @set (empty with --trust-clean-stop off or
+ * if they cannot be dropped), dropped from the index durably.
+ * cache_stop_trust() - does @ce's data file, of stat @sb, and its
+ * loaded chunk records match its record in @set?  Then its UNVERIFIED
+ * chunks become PRESENT without a read; true.
+ */
+void cache_stop_record(struct cache *c);
+void cache_stop_take(struct cache *c, struct htab *set);
+bool cache_stop_trust(struct cache *c, struct htab *set, struct centry *ce,
+		      const struct stat *sb);
+void cache_stop_release(struct htab *set);
 
 #endif

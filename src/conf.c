@@ -123,6 +123,9 @@ static const struct opt opts[] = {
 	{ "verify-depth", OPT_UINT, O(verify_depth), 0, 64,
 	  "N", "8", NULL,
 	  "chunk reads the background verifier keeps in flight after a restart; 0: verify each chunk at its first read" },
+	{ "trust-clean-stop", OPT_SPECIAL, 0, 0, 0,
+	  "MODE", "on", NULL,
+	  "on: after a start, the chunks of data files a clean stop recorded and nobody changed since are served unread; off: every chunk of an earlier run is read and checked first" },
 	{ "retries", OPT_UINT, O(retries), 0, 20,
 	  "N", "3", NULL,
 	  "extra attempts after a failed backend read" },
@@ -392,6 +395,13 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 			cf->page_reads = false;
 		else
 			return bad(o->name, val, "pages or chunks");
+	} else if (!strcmp(o->name, "trust-clean-stop")) {
+		if (!strcmp(val, "on"))
+			cf->trust_stop = true;
+		else if (!strcmp(val, "off"))
+			cf->trust_stop = false;
+		else
+			return bad(o->name, val, "on or off");
 	} else if (!strcmp(o->name, "passthrough")) {
 		if (!strcmp(val, "auto"))
 			cf->passthrough = true;

@@ -49,6 +49,7 @@ struct op {
 struct meta {
 	MDB_env *env;
 	MDB_dbi dbi_meta, dbi_files, dbi_chunks, dbi_heat, dbi_objects[2];
+	MDB_dbi dbi_stopped;	/* clean-stop records (cache_stop.c) */
 	/*
 	 * Growing the map remaps it, so no transaction of this process may
 	 * be open meanwhile (lmdb.h, mdb_env_set_mapsize): every transaction
@@ -951,6 +952,8 @@ static int env_open(struct meta *m, const char *dir, size_t map_start)
 		rc = mdb_dbi_open(t, "chunks", MDB_CREATE, &m->dbi_chunks);
 	if (!rc)
 		rc = mdb_dbi_open(t, "heat", MDB_CREATE, &m->dbi_heat);
+	if (!rc)
+		rc = mdb_dbi_open(t, "stopped", MDB_CREATE, &m->dbi_stopped);
 	for (i = 0; i < 2 && !rc; i++)
 		rc = mdb_dbi_open(t, ns_db_name[i], MDB_CREATE,
 				  &m->dbi_objects[i]);
@@ -1138,6 +1141,8 @@ static int wipe_fn(struct meta *m, MDB_txn *t, void *arg)
 		rc = mdb_drop(t, m->dbi_chunks, 0);
 	if (!rc)
 		rc = mdb_drop(t, m->dbi_heat, 0);
+	if (!rc)
+		rc = mdb_drop(t, m->dbi_stopped, 0);
 	return rc;
 }
 
@@ -1450,4 +1455,66 @@ int meta_heat_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
 	struct load_ctx l = { (void *)fn, arg, 0, 0 };
 
 	return walk(m, m->dbi_heat, heat_each, &l);
+}
+
+/* ---- clean-stop records ---- */
+
+static int stopped_each(void *ctx, const MDB_val *k, const MDB_val *v)
+{
+	struct load_ctx *l = ctx;
+	int (*fn)(void *, uint64_t, const struct stop_rec *) = l->fn;
+	struct stop_rec r;
+
+	if (k->mv_size != FID_KEY_LEN ||
+	    stop_rec_decode(v->mv_data, unsealed(k, v), &r))
+		return 0;
+	return fn(l->arg, fid_from_key(k->mv_data), &r);
+}
+
+int meta_stopped_load(struct meta *m, int (*fn)(void *arg, uint64_t fid,
+		      const struct stop_rec *r), void *arg)
+{
+	struct load_ctx l = { (void *)fn, arg, 0, 0 };
+
+	return walk(m, m->dbi_stopped, stopped_each, &l);
+}
+
+static int stopped_clear_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	return mdb_drop(t, m->dbi_stopped, 0);
+}
+
+int meta_stopped_clear(struct meta *m)
+{
+	return write_txn(m, stopped_clear_fn, NULL);
+}
+
+struct stopped_put {
+	const uint64_t *fid;
+	const struct stop_rec *r;
+	size_t n;
+};
+
+static int stopped_put_fn(struct meta *m, MDB_txn *t, void *arg)
+{
+	const struct stopped_put *p = arg;
+	uint8_t kb[FID_KEY_LEN], vb[STOP_REC_LEN + RECFMT_SEAL];
+	MDB_val k = { FID_KEY_LEN, kb }, v = { 0, vb };
+	int rc = mdb_drop(t, m->dbi_stopped, 0);
+
+	for (size_t i = 0; i < p->n && !rc; i++) {
+		fid_key(kb, p->fid[i]);
+		v.mv_size = rec_seal(vb, stop_rec_encode(vb, &p->r[i]), kb,
+				     FID_KEY_LEN);
+		rc = mdb_put(t, m->dbi_stopped, &k, &v, 0);
+	}
+	return rc;
+}
+
+int meta_stopped_write(struct meta *m, const uint64_t *fid,
+		       const struct stop_rec *r, size_t n)
+{
+	struct stopped_put p = { fid, r, n };
+
+	return write_txn(m, stopped_put_fn, &p);
 }

@@ -191,6 +191,35 @@ int heat_rec_decode(const uint8_t *p, size_t len, struct heat_rec *r)
 	return 0;
 }
 
+size_t stop_rec_encode(uint8_t *out, const struct stop_rec *r)
+{
+	out[0] = RECFMT_V2;
+	memset(out + 1, 0, 3);
+	put_le(out + 4, r->chunks, 4);
+	put_le(out + 8, r->gen, 8);
+	put_le(out + 16, r->ino, 8);
+	put_le(out + 24, r->size, 8);
+	put_le(out + 32, (uint64_t)r->mtime_ns, 8);
+	put_le(out + 40, (uint64_t)r->ctime_ns, 8);
+	put_le(out + 48, r->sums, 8);
+	return STOP_REC_LEN;
+}
+
+/* only format 2: no version before it wrote seals */
+int stop_rec_decode(const uint8_t *p, size_t len, struct stop_rec *r)
+{
+	if (len != STOP_REC_LEN || p[0] != RECFMT_V2)
+		return -EINVAL;
+	r->chunks = get_le(p + 4, 4);
+	r->gen = get_le(p + 8, 8);
+	r->ino = get_le(p + 16, 8);
+	r->size = get_le(p + 24, 8);
+	r->mtime_ns = (int64_t)get_le(p + 32, 8);
+	r->ctime_ns = (int64_t)get_le(p + 40, 8);
+	r->sums = get_le(p + 48, 8);
+	return 0;
+}
+
 size_t attr_rec_encode(uint8_t *out, const struct ns_attr *a)
 {
 	out[0] = RECFMT_V2;

@@ -1,6 +1,8 @@
 """Verification off the read path and fewer round trips per file.
 
-After a remount every cached chunk is UNVERIFIED: the background verifier
+After a start that does not trust a clean stop's records (a crash, or
+--trust-clean-stop off as here: test_clean_stop.py tests the records)
+every cached chunk is UNVERIFIED: the background verifier
 (src/verifier.c) reads and checks them all without any read through the
 mount; a damaged chunk is dropped and refetched, never served (daemon
 path and passthrough); readers of one unverified chunk share one
@@ -18,6 +20,9 @@ import pytest
 from checks import cached, flip_cached_byte, rnd
 from mountlib import wait_for
 from util import CHUNK, put, read_uncached
+
+# every mount over an earlier run's cache starts as after a crash
+AFTER_CRASH = ("--trust-clean-stop", "off")
 
 
 def blocks(n):
@@ -44,10 +49,10 @@ def all_verified(m):
 
 def test_verifier_checks_every_chunk_without_a_read(mounter, sized, tmp_path):
     cache = str(tmp_path / "cache")
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     warm_all(m, sized)
     m.umount()
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     assert wait_for(lambda: all_verified(m))
     s = m.stats()
     want = sum(chunks(len(d)) for d in sized.values())
@@ -68,11 +73,11 @@ def test_damaged_chunk_found_by_the_verifier_is_refetched(mounter, src, tmp_path
     d = rnd(2 * CHUNK + 100, 21)
     put(src, {"f": d})
     cache = str(tmp_path / "cache")
-    m = mounter("--passthrough", passthrough, cache=cache)
+    m = mounter("--passthrough", passthrough, *AFTER_CRASH, cache=cache)
     warm_all(m, {"f": d})
     m.umount()
     flip_cached_byte(cache, at=CHUNK + 5)
-    m = mounter("--passthrough", passthrough, cache=cache)
+    m = mounter("--passthrough", passthrough, *AFTER_CRASH, cache=cache)
     assert wait_for(lambda: all_verified(m))
     s = m.stats()
     assert s["reads"] == 0, s                            # found by the verifier
@@ -101,10 +106,10 @@ def test_concurrent_readers_of_one_chunk_share_one_verification(mounter, src,
     put(src, {"one": d})
     cache = str(tmp_path / "cache")
     args = ("--verify-depth", "0", "--passthrough", "off", "--readahead", "0")
-    m = mounter(*args, cache=cache)
+    m = mounter(*args, *AFTER_CRASH, cache=cache)
     warm_all(m, {"one": d})
     m.umount()
-    m = mounter(*args, cache=cache)
+    m = mounter(*args, *AFTER_CRASH, cache=cache)
     assert m.stats()["cache_chunks_unverified"] == 1
     go = threading.Barrier(8)
     got, errors = {}, []
@@ -141,10 +146,10 @@ def test_passthrough_open_after_remount_waits_for_verification(mounter, src,
     files = {"s%02d" % i: rnd(3 * CHUNK + i, 30 + i) for i in range(8)}
     put(src, files)
     cache = str(tmp_path / "cache")
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     warm_all(m, files)
     m.umount()
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     # at once, while the verifier works through the others: this open is
     # verified first and then read by the kernel, not by the daemon
     assert read_uncached(m.path("s07")) == files["s07"]
@@ -222,12 +227,12 @@ def test_daemon_path_reader_gets_the_verified_chunks_from_memory(mounter, src,
     put(src, dict(hot, o=d))
     cache = str(tmp_path / "cache")
     args = ("--passthrough", "off", "--verify-depth", "1")
-    m = mounter(*args, cache=cache)
+    m = mounter(*args, *AFTER_CRASH, cache=cache)
     warm_all(m, hot)
     warm_all(m, dict(hot, o=d))       # the others are hotter: verified first
     m.umount()
     hooks.set("verifier-background", 0)
-    m = mounter(*args, cache=cache, env=hooks.env)
+    m = mounter(*args, *AFTER_CRASH, cache=cache, env=hooks.env)
     with open(m.path("o"), "rb") as f:
         assert wait_for(lambda: unverified(m, "o") == 0, timeout=60), m.stats()
         s = m.stats()
@@ -248,16 +253,16 @@ def test_unmount_while_verifying_keeps_every_chunk(mounter, src, tmp_path):
     files = {"u%02d" % i: rnd(4 * CHUNK, 60 + i) for i in range(16)}
     put(src, files)
     cache = str(tmp_path / "cache")
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     warm_all(m, files)
     m.umount()
     for i in range(2):
-        m = mounter(cache=cache)
+        m = mounter(*AFTER_CRASH, cache=cache)
         # a passthrough open: complete files are now verified with
         # buffered reads (io_uring runs those on its workers)
         assert read_uncached(m.path("u%02d" % i)) == files["u%02d" % i]
         m.umount()                          # at once: the verifier is busy
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     assert wait_for(lambda: all_verified(m))
     s = m.stats()
     assert s["checksum_failures"] == 0 and s["verifier_failed"] == 0, s
@@ -280,7 +285,7 @@ def test_daemon_path_verifier_waits_while_files_are_opened(mounter, src, tmp_pat
     put(src, files)
     cache = str(tmp_path / "cache")
     args = ("--passthrough", "off", "--verify-depth", "1")
-    m = mounter(*args, cache=cache)
+    m = mounter(*args, *AFTER_CRASH, cache=cache)
     warm_all(m, files)
     read = ["s57", "s58", "s59"]
     m.umount()
@@ -292,7 +297,7 @@ def test_daemon_path_verifier_waits_while_files_are_opened(mounter, src, tmp_pat
     # below too long to matter
     hooks.set("verifier-background", 0)
     hooks.set("verifier-quiet-ms", 5000)
-    m = mounter(*args, cache=cache, env=hooks.env)
+    m = mounter(*args, *AFTER_CRASH, cache=cache, env=hooks.env)
     assert read_uncached(m.path(read[0])) == files[read[0]]
     s0 = m.stats()
     assert s0["cache_chunks_unverified"] == len(files) - 1, s0
@@ -328,7 +333,7 @@ def test_verifier_goes_on_in_the_directory_an_open_waited_in(mounter, src,
     put(src, {**hot, **cold})
     cache = str(tmp_path / "cache")
     args = ("--verify-depth", "1")
-    m = mounter(*args, cache=cache)
+    m = mounter(*args, *AFTER_CRASH, cache=cache)
     warm_all(m, {**hot, **cold})
     for _ in range(2):                 # a/ is read more: hotter than b/
         for name, d in hot.items():
@@ -340,7 +345,7 @@ def test_verifier_goes_on_in_the_directory_an_open_waited_in(mounter, src,
     # the hook holds the background reads (files nobody opened) until the
     # test allows them, 19 at first: exactly b/'s other one-chunk files
     hooks.set("verifier-background", 0)
-    m = mounter(*args, cache=cache, env=hooks.env)
+    m = mounter(*args, *AFTER_CRASH, cache=cache, env=hooks.env)
     assert unverified(m, "b/f00") == 1
     assert read_uncached(m.path("b/f00")) == cold["b/f00"]
     assert unverified(m, "b/f00") == 0
@@ -367,11 +372,11 @@ def test_verifier_warning_names_a_file_not_opened_since_the_start(mounter, src, 
     d = rnd(2 * CHUNK + 100, 23)
     put(src, {"dir/unopened": d})
     cache = str(tmp_path / "cache")
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     warm_all(m, {"dir/unopened": d})
     m.umount()
     flip_cached_byte(cache, at=CHUNK + 5)
-    m = mounter(cache=cache)
+    m = mounter(*AFTER_CRASH, cache=cache)
     assert wait_for(lambda: all_verified(m))
     s = m.stats()
     assert s["reads"] == 0 and s["verifier_failed"] == 1, s

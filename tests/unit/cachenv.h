@@ -57,6 +57,17 @@ static inline void env_stop(struct env *e)
 }
 
 /*
+ * env_restart() - a clean stop, then a start with --trust-clean-stop
+ * @trust: off, the start finds every chunk UNVERIFIED as after a crash.
+ */
+static inline void env_restart(struct env *e, bool trust)
+{
+	env_stop(e);
+	e->cf.trust_stop = trust;
+	env_start(e);
+}
+
+/*
  * env_init_ahead() - a cache over the in-memory backend.  @ahead_ms is
  * --ahead-time: the bound on speculative reads in flight follows the
  * link's measured rate, which depends on how fast this machine runs the

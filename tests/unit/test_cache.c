@@ -37,14 +37,26 @@ static void test_restart_reuses_cache(void)
 	CHECK_INT(read_all(&e, ce, got, 4 * CS + 5), ==, 0);
 	cache_detach(e.cache, ce);
 	CHECK_INT(mem_reads(e.be), ==, 5);
-	env_stop(&e);
-	env_start(&e);
+	/* after a crash (no clean-stop records): each chunk read and checked */
+	env_restart(&e, false);
 	ce = attach(&e, "keep", NULL);
 	memset(got, 0, 4 * CS + 5);
 	CHECK_INT(read_all(&e, ce, got, 4 * CS + 5), ==, 0);
 	CHECK(!memcmp(got, data, 4 * CS + 5));
 	CHECK_INT(mem_reads(e.be), ==, 5);		/* no backend read */
 	CHECK_INT(e.st.verified_chunks, ==, 5);
+	CHECK_INT(e.st.stop_trusted_chunks, ==, 0);
+	cache_detach(e.cache, ce);
+	/* after a clean stop: the file as it was left, nothing read again */
+	env_restart(&e, true);
+	CHECK_INT(cache_unverified_total(e.cache), ==, 0);
+	ce = attach(&e, "keep", NULL);
+	memset(got, 0, 4 * CS + 5);
+	CHECK_INT(read_all(&e, ce, got, 4 * CS + 5), ==, 0);
+	CHECK(!memcmp(got, data, 4 * CS + 5));
+	CHECK_INT(mem_reads(e.be), ==, 5);
+	CHECK_INT(e.st.verified_chunks, ==, 0);
+	CHECK_INT(e.st.stop_trusted_chunks, ==, 5);
 	cache_detach(e.cache, ce);
 	env_fini(&e);
 	free(data);
@@ -69,6 +81,120 @@ static void flip_byte(const char *dir, off_t off)
 	c ^= 0x20;
 	CHECK_INT(pwrite(fd, &c, 1, off), ==, 1);
 	close(fd);
+}
+
+static int count_stopped(void *arg, uint64_t fid, const struct stop_rec *r)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* the clean-stop records of @e's index, counted */
+static int stopped_records(struct env *e)
+{
+	int n = 0;
+
+	CHECK_INT(meta_stopped_load(e->meta, count_stopped, &n), ==, 0);
+	return n;
+}
+
+/* the data file of the only cached object of @dir, restored to @ts */
+static void set_times(const char *dir, const struct timespec ts[2])
+{
+	char cmd[256], path[512];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "find %s/data -type f | head -1", dir);
+	f = popen(cmd, "r");
+	CHECK(f && fgets(path, sizeof(path), f));
+	pclose(f);
+	path[strcspn(path, "\n")] = '\0';
+	CHECK_INT(utimensat(AT_FDCWD, path, ts, 0), ==, 0);
+}
+
+static void file_times(const char *dir, struct timespec ts[2])
+{
+	char cmd[256], path[512];
+	struct stat sb;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "find %s/data -type f | head -1", dir);
+	f = popen(cmd, "r");
+	CHECK(f && fgets(path, sizeof(path), f));
+	pclose(f);
+	path[strcspn(path, "\n")] = '\0';
+	CHECK_INT(stat(path, &sb), ==, 0);
+	ts[0] = sb.st_atim;
+	ts[1] = sb.st_mtim;
+}
+
+/*
+ * A clean stop's records are trusted only for a data file and index as
+ * the stop left them: a byte changed with the file's times put back
+ * (ctime still moves), or a chunk record dropped, and every chunk of the
+ * file is read and checked again.  A start drops the records at once,
+ * so a run that does not stop cleanly leaves none to trust.
+ */
+static void test_clean_stop_trusts_only_what_it_left(void)
+{
+	struct env e;
+	char *data = pattern(3 * CS, 7), *got = malloc(3 * CS);
+	struct timespec ts[2];
+	struct centry *ce;
+
+	env_init(&e, 64 * CS, 0, READ_BUFFERED);
+	mem_put(e.be, "s", data, 3 * CS);
+	ce = attach(&e, "s", NULL);
+	CHECK_INT(read_all(&e, ce, got, 3 * CS), ==, 0);
+	cache_detach(e.cache, ce);
+	env_restart(&e, true);
+	CHECK_INT(e.st.stop_trusted_chunks, ==, 3);
+	CHECK_INT(cache_unverified_total(e.cache), ==, 0);
+	CHECK_INT(stopped_records(&e), ==, 0);	/* taken at the start */
+
+	/* changed while stopped, its mtime put back */
+	env_stop(&e);
+	file_times(e.dir, ts);
+	flip_byte(e.dir, 2 * CS + 7);		/* in chunk 2 */
+	set_times(e.dir, ts);
+	env_start(&e);
+	CHECK_INT(e.st.stop_changed_files, ==, 1);
+	CHECK_INT(e.st.stop_trusted_chunks, ==, 0);
+	CHECK_INT(cache_unverified_total(e.cache), ==, 3);
+	ce = attach(&e, "s", NULL);
+	memset(got, 0, 3 * CS);
+	CHECK_INT(read_all(&e, ce, got, 3 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 3 * CS));
+	CHECK_INT(e.st.checksum_failures, ==, 1);
+	cache_detach(e.cache, ce);
+
+	/* the index changed while stopped: a chunk record dropped */
+	env_stop(&e);
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/index", e.dir);
+		CHECK_INT(meta_open(&e.meta, path), ==, 0);
+		CHECK_INT(stopped_records(&e), ==, 1);
+		meta_q_drop_chunk(e.meta, hash64("s", 1, 3), 1);
+		meta_close(e.meta);
+	}
+	env_start(&e);
+	CHECK_INT(e.st.stop_changed_files, ==, 1);
+	CHECK_INT(cache_unverified_total(e.cache), ==, 2);
+
+	ce = attach(&e, "s", NULL);
+	memset(got, 0, 3 * CS);
+	CHECK_INT(read_all(&e, ce, got, 3 * CS), ==, 0);
+	CHECK(!memcmp(got, data, 3 * CS));
+	cache_detach(e.cache, ce);
+	/* all verified (or fetched) again: the next clean stop records it */
+	env_restart(&e, true);
+	CHECK_INT(e.st.stop_trusted_chunks, ==, 3);
+	CHECK_INT(e.st.stop_changed_files, ==, 0);
+	env_fini(&e);
+	free(data);
+	free(got);
 }
 
 static void test_corrupt_chunk_refetched(void)
@@ -306,8 +432,7 @@ static void restart_with(struct env *e, const char *const *keys, int n,
 		CHECK_INT(read_all(e, ce, got, 2 * CS + 5), ==, 0);
 		cache_detach(e->cache, ce);
 	}
-	env_stop(e);
-	env_start(e);
+	env_restart(e, false);
 	CHECK_INT(cache_unverified_total(e->cache), ==, 3 * n);
 	free(got);
 }
@@ -538,8 +663,7 @@ static void test_tail_eviction_of_unverified_chunks(void)
 	ce = attach(&e, "b", NULL);
 	CHECK_INT(read_all(&e, ce, got, 2 * CS + 5), ==, 0);
 	cache_detach(e.cache, ce);
-	env_stop(&e);
-	env_start(&e);
+	env_restart(&e, false);
 	CHECK_INT(cache_unverified_total(e.cache), ==, 6);
 	cache_set_future(e.cache, &(struct policy_future){ .one = last_needed });
 	/* c needs room: b, needed last, gives up its last chunks */
@@ -985,6 +1109,7 @@ int main(void)
 	log_level = LOG_ERR;
 	TEST(test_chunk_len);
 	TEST(test_restart_reuses_cache);
+	TEST(test_clean_stop_trusts_only_what_it_left);
 	TEST(test_corrupt_chunk_refetched);
 	TEST(test_size_bound);
 	TEST(test_open_files_are_evictable);

@@ -171,6 +171,10 @@ static void test_set_refusals(void)
 	CHECK_INT(conf_set(&cf, "umask", "027"), ==, 0);
 	CHECK_INT(cf.umask, ==, 027);
 	CHECK_INT(conf_set(&cf, "read-mode", "mmap"), ==, -EINVAL);
+	CHECK(cf.trust_stop);		/* the default */
+	CHECK_INT(conf_set(&cf, "trust-clean-stop", "maybe"), ==, -EINVAL);
+	CHECK_INT(conf_set(&cf, "trust-clean-stop", "off"), ==, 0);
+	CHECK(!cf.trust_stop);
 	CHECK_INT(conf_set(&cf, "read-mode", "splice"), ==, 0);
 	CHECK_INT(cf.read_mode, ==, READ_SPLICE);
 	CHECK_INT(conf_set(&cf, "passthrough", "on"), ==, -EINVAL);
