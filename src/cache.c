@@ -1487,6 +1487,14 @@ static unsigned idle_max(void)
 	return MIN((rl.rlim_cur - 512) / 3, (rlim_t)16384);
 }
 
+static int64_t realtime_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
 int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	       struct meta *m, struct stats *st)
 {
@@ -1501,6 +1509,7 @@ int cache_open(struct cache **out, const struct fusefs_conf *cf,
 	c->st = st;
 	c->chunk_size = cf->chunk_size;
 	c->trust_stop = cf->trust_stop;
+	c->started_ns = realtime_ns();
 	c->lock_fd = -1;
 	c->dirfd = -1;
 	c->idle_max = idle_max();

@@ -159,6 +159,7 @@ struct cache {
 	uint32_t chunk_size;
 	bool direct;		/* O_DIRECT usable for the data files */
 	bool trust_stop;	/* --trust-clean-stop (cache_stop.c) */
+	int64_t started_ns;	/* CLOCK_REALTIME at cache_open() */
 	unsigned idle_max;	/* entries kept open unused (RLIMIT_NOFILE) */
 	struct bgthread *heat;	/* flushes heat to the index */
 	struct spares spares;	/* its own lock (a leaf) */
@@ -280,9 +281,10 @@ int cache_load(struct cache *c, const struct fusefs_conf *cf);
 /*
  * Clean-stop records (cache_stop.c), single-threaded.
  * cache_stop_record() - at a stop, after every thread that writes data
- * files: commit the index queue, syncfs() the cache, record each data
- * file whose indexed chunks are all verified (replacing the records of
- * the last stop).  Nothing is recorded if a step fails.
+ * files: commit the index queue, then record each data file whose
+ * indexed chunks are all verified, fsync()ed first if this run changed
+ * it (replacing the records of the last stop).  A file whose sync fails
+ * is not recorded; nothing is if the commit fails.
  * cache_stop_take() - at start, after the index is loaded: the records
  * of the last clean stop into @set (empty with --trust-clean-stop off or
  * if they cannot be dropped), dropped from the index durably.

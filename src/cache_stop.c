@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * cache_stop.c - clean-stop records (see cache_priv.h): at a clean stop,
- * each data file whose indexed chunks are all verified is synced and
- * recorded with its identity (inode, size, mtime, ctime) and a sum of
+ * each data file whose indexed chunks are all verified is synced (if this
+ * run changed it) and recorded with its identity (inode, size, mtime, ctime) and a sum of
  * its chunk records; the next start trusts the chunks of a file it finds
  * exactly so, instead of reading them all again.  The records are taken
  * (loaded and dropped, durably) before the start serves anything, so a
@@ -21,6 +21,10 @@
 #include "cache_priv.h"
 #include "hash.h"
 #include "log.h"
+
+/* ctime comes from a coarse clock (a tick behind): a file changed right
+ * after the start may look older than it by that much */
+#define SYNC_MARGIN_NS	2000000000LL
 
 struct stop_item {
 	uint64_t fid;
@@ -73,9 +77,25 @@ static bool recordable(const struct centry *ce)
 	return any;
 }
 
-/* @ce's record from its data file as it is now; false if it is not ours */
+/* fsync() data file @rel; false if that fails */
+static bool sync_one(struct cache *c, const char *rel)
+{
+	int fd = openat(c->dirfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	bool ok = fd >= 0 && !fsync(fd);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/*
+ * @ce's record from its data file as it is now, synced first if this run
+ * changed it (its ctime is not older than the start; a file of an
+ * earlier run was synced by the stop that recorded it, or verified from
+ * the disk this run); false if it is not ours or the sync failed.
+ */
 static bool record_of(struct cache *c, const struct centry *ce,
-		      struct stop_rec *r)
+		      struct stop_rec *r, size_t *synced)
 {
 	char rel[PATH_MAX];
 	struct stat sb;
@@ -84,6 +104,11 @@ static bool record_of(struct cache *c, const struct centry *ce,
 	if (fstatat(c->dirfd, rel, &sb, AT_SYMLINK_NOFOLLOW) ||
 	    !S_ISREG(sb.st_mode) || sb.st_nlink != 1)
 		return false;
+	if (ns_of(&sb.st_ctim) >= c->started_ns - SYNC_MARGIN_NS) {
+		if (!sync_one(c, rel))
+			return false;
+		(*synced)++;
+	}
 	r->gen = ce->gen;
 	r->ino = sb.st_ino;
 	r->size = sb.st_size;
@@ -97,17 +122,15 @@ void cache_stop_record(struct cache *c)
 {
 	struct stop_rec *recs = NULL;
 	uint64_t *fids = NULL;
-	size_t i, n = 0;
+	size_t i, n = 0, synced = 0;
 	int rc;
 
 	if (meta_broken(c->meta))
 		return;
-	/* every chunk record committed, every data block on the disk */
+	/* every chunk record committed (data files: record_of()) */
 	rc = meta_flush(c->meta);
-	if (!rc && syncfs(c->dirfd))
-		rc = -errno;
 	if (rc) {
-		log_warn("cache: cannot sync it at the stop (%s): the next start verifies every chunk",
+		log_warn("cache: cannot commit the index at the stop (%s): the next start verifies every chunk",
 			 strerror(-rc));
 		return;
 	}
@@ -119,7 +142,8 @@ void cache_stop_record(struct cache *c)
 	for (i = 0; i < c->tab.cap && n < c->files; i++) {
 		struct centry *ce = c->tab.slot[i];
 
-		if (ce && recordable(ce) && record_of(c, ce, &recs[n]))
+		if (ce && recordable(ce) &&
+		    record_of(c, ce, &recs[n], &synced))
 			fids[n++] = ce->fid;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -128,7 +152,8 @@ void cache_stop_record(struct cache *c)
 		log_warn("cache: cannot record the clean stop (%s): the next start verifies every chunk",
 			 strerror(-rc));
 	else
-		log_info("cache: clean stop recorded for %zu data files", n);
+		log_info("cache: clean stop recorded for %zu data files (%zu changed by this run, synced)",
+			 n, synced);
 out:
 	free(recs);
 	free(fids);
