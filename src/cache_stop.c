@@ -89,18 +89,19 @@ static bool sync_one(struct cache *c, const char *rel)
 }
 
 /*
- * @ce's record from its data file as it is now, synced first if this run
- * changed it (its ctime is not older than the start; a file of an
- * earlier run was synced by the stop that recorded it, or verified from
- * the disk this run); false if it is not ours or the sync failed.
+ * Fill in @r (gen, chunks and sums taken under the lock) from data file
+ * @fid-@r->gen as it is now, synced first if this run changed it (its
+ * ctime is not older than the start; a file of an earlier run was synced
+ * by the stop that recorded it, or verified from the disk this run).
+ * No lock: I/O.  False if it is not ours or the sync failed.
  */
-static bool record_of(struct cache *c, const struct centry *ce,
-		      struct stop_rec *r, size_t *synced)
+static bool identify(struct cache *c, uint64_t fid, struct stop_rec *r,
+		     size_t *synced)
 {
 	char rel[PATH_MAX];
 	struct stat sb;
 
-	cache_data_path(c, ce->fid, ce->gen, rel, sizeof(rel));
+	cache_data_path(c, fid, r->gen, rel, sizeof(rel));
 	if (fstatat(c->dirfd, rel, &sb, AT_SYMLINK_NOFOLLOW) ||
 	    !S_ISREG(sb.st_mode) || sb.st_nlink != 1)
 		return false;
@@ -109,12 +110,10 @@ static bool record_of(struct cache *c, const struct centry *ce,
 			return false;
 		(*synced)++;
 	}
-	r->gen = ce->gen;
 	r->ino = sb.st_ino;
 	r->size = sb.st_size;
 	r->mtime_ns = ns_of(&sb.st_mtim);
 	r->ctime_ns = ns_of(&sb.st_ctim);
-	r->sums = chunk_sums(ce, CH_PRESENT, &r->chunks);
 	return true;
 }
 
@@ -122,12 +121,12 @@ void cache_stop_record(struct cache *c)
 {
 	struct stop_rec *recs = NULL;
 	uint64_t *fids = NULL;
-	size_t i, n = 0, synced = 0;
+	size_t i, n = 0, kept = 0, synced = 0;
 	int rc;
 
 	if (meta_broken(c->meta))
 		return;
-	/* every chunk record committed (data files: record_of()) */
+	/* every chunk record committed (data files: identify()) */
 	rc = meta_flush(c->meta);
 	if (rc) {
 		log_warn("cache: cannot commit the index at the stop (%s): the next start verifies every chunk",
@@ -138,22 +137,31 @@ void cache_stop_record(struct cache *c)
 	fids = calloc(c->files ? c->files : 1, sizeof(*fids));
 	if (!recs || !fids)
 		goto out;
+	/* what the cache knows, under its lock; the files' identities after */
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < c->tab.cap && n < c->files; i++) {
 		struct centry *ce = c->tab.slot[i];
 
-		if (ce && recordable(ce) &&
-		    record_of(c, ce, &recs[n], &synced))
-			fids[n++] = ce->fid;
+		if (!ce || !recordable(ce))
+			continue;
+		fids[n] = ce->fid;
+		recs[n].gen = ce->gen;
+		recs[n].sums = chunk_sums(ce, CH_PRESENT, &recs[n].chunks);
+		n++;
 	}
 	pthread_mutex_unlock(&c->lock);
-	rc = meta_stopped_write(c->meta, fids, recs, n);
+	for (i = 0; i < n; i++)
+		if (identify(c, fids[i], &recs[i], &synced)) {
+			fids[kept] = fids[i];
+			recs[kept++] = recs[i];
+		}
+	rc = meta_stopped_write(c->meta, fids, recs, kept);
 	if (rc)
 		log_warn("cache: cannot record the clean stop (%s): the next start verifies every chunk",
 			 strerror(-rc));
 	else
 		log_info("cache: clean stop recorded for %zu data files (%zu changed by this run, synced)",
-			 n, synced);
+			 kept, synced);
 out:
 	free(recs);
 	free(fids);
