@@ -10,6 +10,7 @@ The CRC32 and length of every file are computed once, when it is written; every 
 checks every byte it reads against them (an error or a wrong byte stops the run).
 
 One mount `fusefs mount file://WORK/data WORK/mnt --cache-dir WORK/cache --cache-size 3G`
+(or 1.25 x both sets, if larger: every file stays cached)
 (chunk size and everything else default) serves both sets. The cache is warmed once: a
 full read through a mount, then wait until `user.fusefs.cached` of every file equals its
 size rounded up to 4 KiB; that daemon is then stopped.
@@ -217,7 +218,7 @@ class Mount:
         self.nonroot = cfg == "nonroot"
         a = b.a
         cmd = [binary or b.bin, "mount", "file://" + b.data, b.mnt, "-f", "--cache-dir", b.cache,
-               "--cache-size", "3G"] + (["--passthrough", "off"] if cfg == "off" else []) + \
+               "--cache-size", b.cache_size()] + (["--passthrough", "off"] if cfg == "off" else []) + \
             (["-o", "ro"] if cfg == "ro" else [])
         cmd += a.fusefs_args.split()
         if self.nonroot:
@@ -412,6 +413,11 @@ class Bench:
                 "other_heavy": len(other)}
 
     # ---- one epoch --------------------------------------------------------------------------
+
+    def cache_size(self):
+        """3 GiB, or room for both sets and a quarter more: nothing is evicted"""
+        total = sum(st["bytes"] for st in self.sets.values())
+        return "%dM" % max(3072, int(1.25 * total / MIB) + 1)
 
     def epoch(self, m, ds, order, drop, local=False, trace=False, cold=False):
         """one timed epoch of set ds in `order`: through mount m, or local (m then only
