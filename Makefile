@@ -129,7 +129,7 @@ check: test
 
 bench: all
 	bench/run.sh $(BIN)
-	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-churn bench-local bench-memory bench-transport
+	$(MAKE) --no-print-directory bench-s3 bench-epoch bench-churn bench-local bench-loader bench-memory bench-transport
 
 # S3 backend vs curl/s3cmd and local disk (docs/benchmarks-s3.md), ~1.5 min
 bench-s3: all
@@ -215,6 +215,13 @@ $(FUZZ_SMOKES): fuzz-smoke-%: fuzz-build
 bench-local: all
 	/usr/bin/python3 bench/local.py --bin $(BIN) $(BENCH_LOCAL_ARGS)
 .PHONY: bench-local
+
+# a torch DataLoader (2 and 4 workers, PIL decode) over 10,000 JPEGs of ~100 KiB: local
+# disk against a warm fusefs cache, with and without the Python helper's lists
+# (docs/benchmarks-local.md), ~10 min; needs root
+bench-loader: all
+	/usr/bin/python3 bench/loader.py --bin $(BIN) $(BENCH_LOADER_ARGS)
+.PHONY: bench-loader
 
 # random reads inside big files (np.memmap samples, header-then-body records) and cold
 # sequential reads, local disk vs fusefs over file:// (docs/benchmarks-random.md), ~10 min;

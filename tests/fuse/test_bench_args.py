@@ -34,14 +34,15 @@ def bench_scratch_prefixes():
                                            ("listing", "listing bench"),
                                            ("scale", "scale bench"),
                                            ("memory", "memory bench"),
-                                           ("churn", "churn bench")])
+                                           ("churn", "churn bench"),
+                                           ("loader", "bench-loader")])
 def test_defaults_get_as_far_as_the_binary(script, prefix):
     if os.geteuid() != 0:
         pytest.skip("the scripts check for root first")
     # what the scripts would leave: directories named as the scripts name
     # theirs (other tests, in parallel workers, make fusefs-* ones too)
     prefixes = bench_scratch_prefixes()
-    assert len(prefixes) >= 8, prefixes
+    assert len(prefixes) >= 9, prefixes
     scratch = lambda: {p for p in glob.glob("/var/tmp/fusefs-*") + glob.glob("/tmp/fusefs-*")  # noqa: E731
                        if os.path.basename(p).startswith(prefixes)}
     before = scratch()
