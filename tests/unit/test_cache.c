@@ -63,18 +63,26 @@ static void test_restart_reuses_cache(void)
 	free(got);
 }
 
-static void flip_byte(const char *dir, off_t off)
+/* the first data file of cache directory @dir, into @path */
+static void first_data_file(const char *dir, char *path, size_t len)
 {
-	char cmd[256], path[512];
+	char cmd[256];
 	FILE *f;
-	int fd;
-	char c;
 
 	snprintf(cmd, sizeof(cmd), "find %s/data -type f | head -1", dir);
 	f = popen(cmd, "r");
-	CHECK(f && fgets(path, sizeof(path), f));
+	CHECK(f && fgets(path, (int)len, f));
 	pclose(f);
 	path[strcspn(path, "\n")] = '\0';
+}
+
+static void flip_byte(const char *dir, off_t off)
+{
+	char path[512];
+	int fd;
+	char c;
+
+	first_data_file(dir, path, sizeof(path));
 	fd = open(path, O_RDWR);
 	CHECK(fd >= 0);
 	CHECK_INT(pread(fd, &c, 1, off), ==, 1);
@@ -98,34 +106,24 @@ static int stopped_records(struct env *e)
 	return n;
 }
 
-/* the data file of the only cached object of @dir, restored to @ts */
-static void set_times(const char *dir, const struct timespec ts[2])
-{
-	char cmd[256], path[512];
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "find %s/data -type f | head -1", dir);
-	f = popen(cmd, "r");
-	CHECK(f && fgets(path, sizeof(path), f));
-	pclose(f);
-	path[strcspn(path, "\n")] = '\0';
-	CHECK_INT(utimensat(AT_FDCWD, path, ts, 0), ==, 0);
-}
-
+/* atime and mtime of the only data file of @dir: read, or put back */
 static void file_times(const char *dir, struct timespec ts[2])
 {
-	char cmd[256], path[512];
+	char path[512];
 	struct stat sb;
-	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "find %s/data -type f | head -1", dir);
-	f = popen(cmd, "r");
-	CHECK(f && fgets(path, sizeof(path), f));
-	pclose(f);
-	path[strcspn(path, "\n")] = '\0';
+	first_data_file(dir, path, sizeof(path));
 	CHECK_INT(stat(path, &sb), ==, 0);
 	ts[0] = sb.st_atim;
 	ts[1] = sb.st_mtim;
+}
+
+static void set_times(const char *dir, const struct timespec ts[2])
+{
+	char path[512];
+
+	first_data_file(dir, path, sizeof(path));
+	CHECK_INT(utimensat(AT_FDCWD, path, ts, 0), ==, 0);
 }
 
 /*
