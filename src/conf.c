@@ -306,6 +306,20 @@ static int bad(const char *key, const char *val, const char *why)
 	return -EINVAL;
 }
 
+/* *@out = (@val is @yes), for an option whose value is @yes or @no */
+static int set_either(const char *key, const char *val, const char *yes,
+		      const char *no, bool *out)
+{
+	char why[64];
+
+	if (val && (!strcmp(val, yes) || !strcmp(val, no))) {
+		*out = !strcmp(val, yes);
+		return 0;
+	}
+	snprintf(why, sizeof(why), "%s or %s", yes, no);
+	return bad(key, val, why);
+}
+
 /* "200G" (at least 1M) or "90%" (1..100 of the cache file system) */
 static int set_cache_size(struct fusefs_conf *cf, const struct opt *o,
 			  const char *val)
@@ -389,26 +403,13 @@ static int set_special(struct fusefs_conf *cf, const struct opt *o,
 		else
 			return bad(o->name, val, "direct, buffered or splice");
 	} else if (!strcmp(o->name, "random-reads")) {
-		if (!strcmp(val, "pages"))
-			cf->page_reads = true;
-		else if (!strcmp(val, "chunks"))
-			cf->page_reads = false;
-		else
-			return bad(o->name, val, "pages or chunks");
+		return set_either(o->name, val, "pages", "chunks",
+				  &cf->page_reads);
 	} else if (!strcmp(o->name, "trust-clean-stop")) {
-		if (!strcmp(val, "on"))
-			cf->trust_stop = true;
-		else if (!strcmp(val, "off"))
-			cf->trust_stop = false;
-		else
-			return bad(o->name, val, "on or off");
+		return set_either(o->name, val, "on", "off", &cf->trust_stop);
 	} else if (!strcmp(o->name, "passthrough")) {
-		if (!strcmp(val, "auto"))
-			cf->passthrough = true;
-		else if (!strcmp(val, "off"))
-			cf->passthrough = false;
-		else
-			return bad(o->name, val, "auto or off");
+		return set_either(o->name, val, "auto", "off",
+				  &cf->passthrough);
 	} else if (!strcmp(o->name, "control-group")) {
 		return set_control_group(cf, o->name, val);
 	} else if (!strcmp(o->name, "log-level")) {
