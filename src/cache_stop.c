@@ -2,8 +2,8 @@
 /*
  * cache_stop.c - clean-stop records (see cache_priv.h): at a clean stop,
  * each data file whose indexed chunks are all verified is synced (if this
- * run changed it) and recorded with its identity (inode, size, mtime, ctime) and a sum of
- * its chunk records; the next start trusts the chunks of a file it finds
+ * run changed it) and recorded with its identity (inode, size, mtime,
+ * ctime) and a sum of its chunk records; the next start trusts the chunks of a file it finds
  * exactly so, instead of reading them all again.  The records are taken
  * (loaded and dropped, durably) before the start serves anything, so a
  * run that does not stop cleanly leaves none.  Threat model:
